@@ -1,0 +1,162 @@
+"""Whole frames: a 4-byte size, a request or response header, then the body.
+
+Header versions: a request uses header v2 when its API version is flexible, else v1; a response
+uses v1 when flexible, else v0 -- except ApiVersions responses, which always use v0 so that a
+client can read the error of a version the broker does not know (KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from samsa.protocol.apis import api_for
+from samsa.protocol.codec import decode_struct, struct_codec
+from samsa.protocol.message import Message, make_class
+from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
+from samsa.protocol.schema import build_struct
+from samsa.protocol.types import INT32, ExternalChunks, ProtocolDecodeError
+
+API_VERSIONS_KEY = 18
+
+_request_header_schema = build_struct("RequestHeader", REQUEST_HEADER, {}, {})
+_response_header_schema = build_struct("ResponseHeader", RESPONSE_HEADER, {}, {})
+RequestHeader = make_class(_request_header_schema)
+ResponseHeader = make_class(_response_header_schema)
+_REQUEST_HEADER_V1 = struct.Struct(">hhih")
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return 2 if api_for(api_key).is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if api_for(api_key).is_flexible(api_version) else 0
+
+
+def _with_size_prefix(buf: ExternalChunks) -> list[Any]:
+    external = sum(len(v) for _, v in buf.externals)
+    INT32.pack_into(buf, 0, len(buf) - 4 + external)
+    return buf.chunks()
+
+
+def encode_request(request: Message, api_version: int, correlation_id: int,
+                   client_id: str | None) -> bytes:
+    """A size-prefixed request frame."""
+    api = request.api
+    if api is None or type(request) is not api.request_class:
+        raise TypeError(f"{type(request).__name__} is not a request message")
+    api_for(api.key, api_version)
+    flexible = api.is_flexible(api_version)
+    buf = ExternalChunks()
+    buf += b"\0\0\0\0"
+    header = RequestHeader(request_api_key=api.key, request_api_version=api_version,
+                           correlation_id=correlation_id, client_id=client_id)
+    struct_codec(_request_header_schema, 2 if flexible else 1, flexible)[0](buf, header)
+    struct_codec(api.request_schema, api_version, flexible)[0](buf, request)
+    chunks = _with_size_prefix(buf)
+    return chunks[0] if len(chunks) == 1 else b"".join(bytes(c) for c in chunks)
+
+
+def decode_request_header(payload: Any) -> tuple[Any, int]:
+    """Parse a request header (payload = the frame without its size prefix).
+
+    Returns ``(header, body_position)``.  The key and version are not checked here, so a
+    broker can answer an ApiVersions request of a version it does not know; for a known
+    flexible version the header's tagged fields are consumed too.
+    """
+    if len(payload) < _REQUEST_HEADER_V1.size:
+        raise ProtocolDecodeError(f"request of {len(payload)} bytes is shorter than a header")
+    key, version, correlation_id, client_len = _REQUEST_HEADER_V1.unpack_from(payload, 0)
+    pos = _REQUEST_HEADER_V1.size
+    client_id = None
+    if client_len >= 0:
+        end = pos + client_len
+        if end > len(payload):
+            raise ProtocolDecodeError("request header client id runs past the end of the frame")
+        try:
+            client_id = str(payload[pos:end], "utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolDecodeError("request header client id is not valid UTF-8") from None
+        pos = end
+    header = RequestHeader(request_api_key=key, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    try:
+        api = api_for(key, version)
+    except Exception:
+        return header, pos
+    if api.is_flexible(version):
+        # Header v2 ends with tagged fields; decode them with the declared schema.
+        tags_only = _request_header_schema
+        _, pos = decode_struct(tags_only, 2, True, payload, 0)
+    return header, pos
+
+
+def decode_request_body(header: Any, payload: Any, pos: int) -> Any:
+    api = api_for(header.request_api_key, header.request_api_version)
+    version = header.request_api_version
+    body, _ = decode_struct(api.request_schema, version, api.is_flexible(version), payload, pos)
+    return body
+
+
+def decode_request(payload: Any) -> tuple[Any, Any]:
+    """``(header, body)`` of a request frame given without its size prefix."""
+    header, pos = decode_request_header(payload)
+    return header, decode_request_body(header, payload, pos)
+
+
+def encode_response(response: Message, api_version: int, correlation_id: int) -> list[Any]:
+    """A size-prefixed response frame as chunks: bytes, and any external records values
+    (file slices) spliced in where they belong, so the caller can send them zero-copy."""
+    api = response.api
+    if api is None or type(response) is not api.response_class:
+        raise TypeError(f"{type(response).__name__} is not a response message")
+    api_for(api.key, api_version)
+    flexible = api.is_flexible(api_version)
+    header_version = response_header_version(api.key, api_version)
+    buf = ExternalChunks()
+    buf += b"\0\0\0\0"
+    header = ResponseHeader(correlation_id=correlation_id)
+    struct_codec(_response_header_schema, header_version, header_version >= 1)[0](buf, header)
+    struct_codec(api.response_schema, api_version, flexible)[0](buf, response)
+    return _with_size_prefix(buf)
+
+
+def encode_response_bytes(response: Message, api_version: int, correlation_id: int) -> bytes:
+    return b"".join(c if isinstance(c, bytes) else c.read()
+                    for c in encode_response(response, api_version, correlation_id))
+
+
+def decode_response(api_key: int, api_version: int, payload: Any) -> tuple[int, Any]:
+    """``(correlation_id, body)`` of a response frame given without its size prefix."""
+    api = api_for(api_key, api_version)
+    header_version = response_header_version(api_key, api_version)
+    header, pos = decode_struct(_response_header_schema, header_version, header_version >= 1,
+                                payload, 0)
+    body, _ = decode_struct(api.response_schema, api_version, api.is_flexible(api_version),
+                            payload, pos)
+    return header.correlation_id, body
+
+
+def peek_correlation_id(payload: Any) -> int:
+    return INT32.unpack_from(payload, 0)[0]
+
+
+def encode_body(message: Message, api_version: int) -> bytes:
+    """Just the body of a request or response (no header, no size), for tests and tools."""
+    api = message.api
+    assert api is not None
+    buf = ExternalChunks()
+    struct_codec(message._schema, api_version, api.is_flexible(api_version))[0](buf, message)
+    return bytes(buf) if not buf.externals else b"".join(
+        c if isinstance(c, bytes) else c.read() for c in buf.chunks())
+
+
+def decode_body(cls: type[Message], api_version: int, payload: Any) -> Any:
+    api = cls.api
+    assert api is not None
+    api_for(api.key, api_version)
+    body, _ = decode_struct(cls._schema, api_version, api.is_flexible(api_version), payload, 0)
+    return body

@@ -1,0 +1,100 @@
+"""Value classes generated from struct schemas.
+
+Each struct gets a class with ``__slots__`` for its fields (all versions' fields) plus
+``unknown_tags`` (tagged fields we do not know, kept so they survive a decode/encode round trip).
+Construct with keyword arguments; fields left out take their declared defaults.  Nested struct
+classes hang off their parent class by Kafka's struct name, e.g. ``ProduceRequest.TopicProduceData``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from samsa.protocol.schema import Api, StructSchema, build_struct
+
+
+class Message:
+    """Base of every generated struct class."""
+
+    __slots__ = ("unknown_tags",)
+    _schema: ClassVar[StructSchema]
+    _defaults: ClassVar[tuple[tuple[str, Any], ...]]
+    _field_names: ClassVar[tuple[str, ...]]
+    api: ClassVar[Api | None] = None
+
+    def __init__(self, **fields: Any) -> None:
+        for name, factory in self._defaults:
+            if name in fields:
+                object.__setattr__(self, name, fields.pop(name))
+            else:
+                object.__setattr__(self, name, factory())
+        self.unknown_tags: dict[int, bytes] | None = None
+        if fields:
+            raise TypeError(
+                f"{type(self).__name__} has no field(s) {sorted(fields)}; "
+                f"fields are {list(self._field_names)}"
+            )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._field_names)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._field_names)
+        return f"{type(self).__name__}({inner})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dicts/lists, for logging and tests."""
+
+        def plain(v: Any) -> Any:
+            if isinstance(v, Message):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [plain(x) for x in v]
+            return v
+
+        return {n: plain(getattr(self, n)) for n in self._field_names}
+
+    # Messages are plain mutable records; hashing by identity would surprise, so forbid it.
+    __hash__ = None  # type: ignore[assignment]
+
+
+def make_class(schema: StructSchema, class_name: str | None = None) -> type[Message]:
+    names = tuple(f.name for f in schema.fields)
+    defaults = tuple((f.name, f.default_factory()) for f in schema.fields)
+    cls = type(class_name or schema.name, (Message,), {
+        "__slots__": names,
+        "_schema": schema,
+        "_defaults": defaults,
+        "_field_names": names,
+    })
+    schema.cls = cls
+    return cls
+
+
+def _build_side(api: Api, side: str) -> tuple[StructSchema, type[Message]]:
+    decls = api.request_decls if side == "Request" else api.response_decls
+    common = api.request_structs if side == "Request" else api.response_structs
+    structs: dict[str, StructSchema] = {}
+    top_name = f"{api.name}{side}"
+    top = build_struct(top_name, decls, common, structs)
+    top_cls = None
+    # Children first so that default factories of parents can instantiate them.
+    for name, schema in structs.items():
+        cls = make_class(schema)
+        if schema is top:
+            top_cls = cls
+    assert top_cls is not None
+    for name, schema in structs.items():
+        if schema is not top:
+            setattr(top_cls, name, schema.cls)
+    top_cls.api = api
+    return top, top_cls
+
+
+def bind_api(api: Api) -> Api:
+    """Build the schemas and classes of an Api's request and response."""
+    api.request_schema, api.request_class = _build_side(api, "Request")
+    api.response_schema, api.response_class = _build_side(api, "Response")
+    return api

@@ -1,0 +1,25 @@
+"""EndTxn (API key 26): request and response layouts, versions 0-5.
+
+Declared from Apache Kafka's message definitions (field names, types and versions are protocol
+facts); see samsa/protocol/schema.py for the form."""
+
+from samsa.protocol.schema import Api, F
+
+API = Api(
+    key=26,
+    name='EndTxn',
+    versions='0-5',
+    flexible='3+',
+    request=[
+        F('transactional_id', 'string', '0+'),
+        F('producer_id', 'int64', '0+'),
+        F('producer_epoch', 'int16', '0+'),
+        F('committed', 'bool', '0+'),
+    ],
+    response=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('producer_id', 'int64', '5+', default=-1, ignorable=True),
+        F('producer_epoch', 'int16', '5+', default=-1, ignorable=True),
+    ],
+)
