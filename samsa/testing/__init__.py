@@ -1,0 +1,1 @@
+"""Test helpers that drive independent Kafka peers (librdkafka's mock cluster)."""
