@@ -34,6 +34,17 @@ from samsa.records.batch_header import (
     set_producer_state,
     validate_batch,
 )
+from samsa.records.batch import Record, RecordBatch, decode_records
+from samsa.records.builder import RecordBatchBuilder, encode_headers, record_size, with_producer_state
+from samsa.records.compression import compress, decompress
+from samsa.records.control import (
+    ControlMarker,
+    ControlRecordType,
+    build_control_batch,
+    parse_control_record,
+)
+from samsa.records.legacy import LegacyRecordBatch
+from samsa.records.memory_records import AnyBatch, MemoryRecords, iter_batches
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -68,4 +79,21 @@ __all__ = [
     "set_partition_leader_epoch",
     "set_producer_state",
     "validate_batch",
+    "Record",
+    "RecordBatch",
+    "decode_records",
+    "RecordBatchBuilder",
+    "encode_headers",
+    "record_size",
+    "with_producer_state",
+    "compress",
+    "decompress",
+    "ControlMarker",
+    "ControlRecordType",
+    "build_control_batch",
+    "parse_control_record",
+    "LegacyRecordBatch",
+    "AnyBatch",
+    "MemoryRecords",
+    "iter_batches",
 ]

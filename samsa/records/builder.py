@@ -1,0 +1,350 @@
+"""Building magic-v2 record batches (notes §2.1-2.2).
+
+The producer appends one record at a time on the caller's thread, so ``append`` is the hot path:
+it encodes the record straight into one growing bytearray, looks small varints up in a table and
+formats each record with a single ``bytes %`` operation.  ``build`` writes the 61-byte header,
+compresses once and computes the CRC-32C.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Sequence
+
+from crc32c import crc32c
+
+from samsa.records.batch_header import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    Compression,
+    TimestampType,
+    set_producer_state,
+)
+from samsa.records.compression import compress, validate_level
+from samsa.records.varint import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint, encode_varlong
+
+__all__ = [
+    "RecordBatchBuilder",
+    "Header",
+    "encode_headers",
+    "record_size",
+    "with_producer_state",
+    "COMPRESSION_RATE_ESTIMATION_FACTOR",
+    "DEFAULT_BATCH_SIZE_LIMIT",
+]
+
+Header = tuple[str, bytes | bytearray | memoryview | None]
+
+# Java over-estimates compressed sizes by 5% when deciding whether a record still fits.
+COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
+DEFAULT_BATCH_SIZE_LIMIT = 16384
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC = struct.Struct(">I")
+_EMPTY_HEADERS = b"\x00"
+_NULL = b"\x01"  # varint -1: null key / value / header value
+
+
+def encode_headers(headers: Sequence[Header]) -> bytes:
+    """HeadersCount + headers, as they follow the value inside a record."""
+    parts = [encode_varint(len(headers))]
+    for hkey, hvalue in headers:
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        parts.append(encode_varint(len(kb)))
+        parts.append(kb)
+        if hvalue is None:
+            parts.append(_NULL)
+        else:
+            vb = bytes(hvalue)
+            parts.append(encode_varint(len(vb)))
+            parts.append(vb)
+    return b"".join(parts)
+
+
+def record_size(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | bytearray | memoryview | None,
+    value: bytes | bytearray | memoryview | None,
+    headers: Sequence[Header] | None = None,
+) -> int:
+    """Encoded size of one record including its length prefix (Java's DefaultRecord.sizeInBytes)."""
+    body = 1 + len(encode_varlong(timestamp_delta)) + len(encode_varint(offset_delta))
+    body += 1 if key is None else len(encode_varint(len(key))) + len(key)
+    body += 1 if value is None else len(encode_varint(len(value))) + len(value)
+    body += len(encode_headers(headers)) if headers else 1
+    return len(encode_varint(body)) + body
+
+
+class RecordBatchBuilder:
+    """Accumulates records and builds one v2 batch.
+
+    ``append`` returns the record's offset delta, or None when the record would push the batch
+    past ``batch_size_limit`` (the first record always fits, as in Java's MemoryRecordsBuilder).
+    For compressed batches the size is estimated from the uncompressed bytes times
+    ``estimated_compression_ratio`` times 1.05, as Java does.
+    """
+
+    __slots__ = (
+        "compression",
+        "compression_level",
+        "timestamp_type",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "is_control",
+        "partition_leader_epoch",
+        "batch_size_limit",
+        "base_offset",
+        "log_append_time_ms",
+        "_estimated_ratio",
+        "_soft_limit",
+        "_buf",
+        "_count",
+        "_base_timestamp",
+        "_max_timestamp",
+        "_built",
+        "_uncompressed_size",
+    )
+
+    def __init__(
+        self,
+        compression: Compression | int = Compression.NONE,
+        compression_level: int | None = None,
+        timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        batch_size_limit: int = DEFAULT_BATCH_SIZE_LIMIT,
+        base_offset: int = 0,
+        log_append_time_ms: int | None = None,
+        estimated_compression_ratio: float = 1.0,
+        is_control: bool = False,
+    ) -> None:
+        self.compression = Compression(compression)
+        self.compression_level = validate_level(self.compression, compression_level)
+        self.timestamp_type = TimestampType(timestamp_type)
+        if self.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            raise ValueError("a v2 batch needs CREATE_TIME or LOG_APPEND_TIME")
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        self.batch_size_limit = batch_size_limit
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self._estimated_ratio: float | None = None
+        self._soft_limit = batch_size_limit
+        if self.compression != Compression.NONE:
+            self.set_estimated_compression_ratio(estimated_compression_ratio)
+        # The header is reserved up front so that an uncompressed build needs no copy.
+        self._buf = bytearray(RECORD_BATCH_OVERHEAD)
+        self._count = 0
+        self._base_timestamp = -1
+        self._max_timestamp = -1
+        self._built: bytes | None = None
+        self._uncompressed_size = 0
+
+    def append(
+        self,
+        timestamp_ms: int | None,
+        key: bytes | bytearray | memoryview | None,
+        value: bytes | bytearray | memoryview | None,
+        headers: Sequence[Header] | None = None,
+    ) -> int | None:
+        """Append a record; returns its offset delta, or None if it does not fit."""
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that has been built")
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        count = self._count
+        if count:
+            delta = timestamp_ms - self._base_timestamp
+            if timestamp_ms > self._max_timestamp:
+                self._max_timestamp = timestamp_ms
+        else:
+            self._base_timestamp = self._max_timestamp = timestamp_ms
+            delta = 0
+        small = SMALL_VARINTS
+        limit = SMALL_VARINT_LIMIT
+        ts_bytes = small[delta] if 0 <= delta < limit else encode_varlong(delta)
+        od_bytes = small[count] if count < limit else encode_varint(count)
+        if key is None:
+            key_len = _NULL
+            key = b""
+        else:
+            n = len(key)
+            key_len = small[n] if n < limit else encode_varint(n)
+        if value is None:
+            value_len = _NULL
+            value = b""
+        else:
+            n = len(value)
+            value_len = small[n] if n < limit else encode_varint(n)
+        header_bytes = encode_headers(headers) if headers else _EMPTY_HEADERS
+        record = b"\x00%b%b%b%b%b%b%b" % (ts_bytes, od_bytes, key_len, key, value_len, value, header_bytes)
+        n = len(record)
+        length = small[n] if n < limit else encode_varint(n)
+        buf = self._buf
+        if count and len(buf) + n + len(length) > self._soft_limit and not self._fits(n + len(length)):
+            return None
+        buf += length
+        buf += record
+        self._count = count + 1
+        return count
+
+    def has_room_for(
+        self,
+        timestamp_ms: int,
+        key: bytes | bytearray | memoryview | None,
+        value: bytes | bytearray | memoryview | None,
+        headers: Sequence[Header] | None = None,
+    ) -> bool:
+        """Whether ``append`` would accept this record now (without appending it)."""
+        if self._built is not None:
+            return False
+        if self._count == 0:
+            return True
+        size = record_size(self._count, timestamp_ms - self._base_timestamp, key, value, headers)
+        return self.estimated_size + size <= self.batch_size_limit
+
+    def _fits(self, added: int) -> bool:
+        """Java's hasRoomFor for a record of ``added`` encoded bytes (count > 0)."""
+        ratio = self._estimated_ratio
+        if ratio is None:
+            return len(self._buf) + added <= self.batch_size_limit
+        estimated = RECORD_BATCH_OVERHEAD + int((len(self._buf) - RECORD_BATCH_OVERHEAD) * ratio)
+        return estimated + added <= self.batch_size_limit
+
+    def set_estimated_compression_ratio(self, ratio: float) -> None:
+        """Feed back the observed ratio (compressed/uncompressed) to size later appends better."""
+        if self.compression == Compression.NONE:
+            return
+        self._estimated_ratio = ratio = ratio * COMPRESSION_RATE_ESTIMATION_FACTOR
+        # Below this many uncompressed bytes (plus the new record) the estimate cannot exceed
+        # the limit, so append can skip the exact check: estimate + added <= ratio * (len + added).
+        self._soft_limit = self.batch_size_limit if ratio <= 1.0 else int(self.batch_size_limit / ratio)
+
+    def set_producer_state(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        is_transactional: bool | None = None,
+    ) -> None:
+        """Assign idempotence fields (the Sender does this at drain time); re-stamps if built."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        if is_transactional is not None:
+            self.is_transactional = is_transactional
+        if self._built is not None:
+            self._built = with_producer_state(
+                self._built, producer_id, producer_epoch, base_sequence, is_transactional
+            )
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def is_built(self) -> bool:
+        return self._built is not None
+
+    @property
+    def uncompressed_size(self) -> int:
+        """Header plus the records as encoded so far, before compression."""
+        return self._uncompressed_size if self._built is not None else len(self._buf)
+
+    @property
+    def estimated_size(self) -> int:
+        """Size of the built batch: exact once built or uncompressed, estimated otherwise."""
+        if self._built is not None:
+            return len(self._built)
+        if self._estimated_ratio is None:
+            return len(self._buf)
+        return RECORD_BATCH_OVERHEAD + int((len(self._buf) - RECORD_BATCH_OVERHEAD) * self._estimated_ratio)
+
+    @property
+    def attributes(self) -> int:
+        attributes = int(self.compression)
+        if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            attributes |= TIMESTAMP_TYPE_MASK
+        if self.is_transactional:
+            attributes |= TRANSACTIONAL_FLAG_MASK
+        if self.is_control:
+            attributes |= CONTROL_FLAG_MASK
+        return attributes
+
+    def build(self) -> bytes:
+        """Compress (once), write the header and CRC; returns the finished batch.
+
+        Calling it again returns the same bytes; appending afterwards is an error.
+        """
+        if self._built is not None:
+            return self._built
+        if self._count == 0:
+            raise ValueError("cannot build a record batch without records")
+        buf = self._buf
+        if self.compression != Compression.NONE:
+            payload = compress(self.compression, memoryview(buf)[RECORD_BATCH_OVERHEAD:], self.compression_level)
+            buf = bytearray(RECORD_BATCH_OVERHEAD)
+            buf += payload
+        max_timestamp = self._max_timestamp
+        if self.timestamp_type == TimestampType.LOG_APPEND_TIME and self.log_append_time_ms is not None:
+            max_timestamp = self.log_append_time_ms
+        _HEADER.pack_into(
+            buf,
+            0,
+            self.base_offset,
+            len(buf) - LOG_OVERHEAD,
+            self.partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            self.attributes,
+            self._count - 1,
+            self._base_timestamp,
+            max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self._count,
+        )
+        with memoryview(buf) as view:
+            _CRC.pack_into(buf, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
+        self._built = bytes(buf)
+        self._uncompressed_size = len(self._buf)
+        self._buf = bytearray()  # release the uncompressed copy
+        return self._built
+
+
+def with_producer_state(
+    batch: bytes | bytearray | memoryview,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    is_transactional: bool | None = None,
+) -> bytes:
+    """A copy of a built batch with new producer id/epoch/base sequence (CRC recomputed).
+
+    For retrying a batch after an epoch bump or sequence reset without re-encoding it.
+    """
+    buf = bytearray(batch)
+    set_producer_state(buf, 0, producer_id, producer_epoch, base_sequence, is_transactional)
+    return bytes(buf)
