@@ -1,0 +1,83 @@
+"""File names and small file helpers shared by the log package (Kafka's layout, notes §5.2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "TXN_INDEX_SUFFIX",
+    "DELETED_SUFFIX",
+    "filename_prefix",
+    "offset_from_filename",
+    "segment_paths",
+    "partition_dir_name",
+    "parse_partition_dir_name",
+    "atomic_write",
+    "fsync_dir",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+
+
+def filename_prefix(offset: int) -> str:
+    """The 20-digit zero-padded base offset Kafka names segment files with."""
+    return f"{offset:020d}"
+
+
+def offset_from_filename(name: str) -> int:
+    """The offset encoded in a file name such as ``00000000000000000042.log``."""
+    return int(name.split(".", 1)[0])
+
+
+def segment_paths(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
+    """(.log, .index, .timeindex) paths of the segment starting at ``base_offset``."""
+    prefix = filename_prefix(base_offset)
+    return (
+        directory / (prefix + LOG_SUFFIX),
+        directory / (prefix + INDEX_SUFFIX),
+        directory / (prefix + TIME_INDEX_SUFFIX),
+    )
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    """``topic-N`` -> (topic, N); None for anything else (e.g. ``-delete`` or ``-stray`` dirs)."""
+    topic, sep, number = name.rpartition("-")
+    if not sep or not topic or not number.isdigit():
+        return None
+    return topic, int(number)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or create inside ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)

@@ -1,0 +1,758 @@
+"""Log: one topic-partition's durable, segmented, offset-addressed record batch store.
+
+Thread-safe: every public method takes the log's lock (request handler threads share logs).
+Reads return FileSlices whose bytes are sent after the lock is released.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from samsa.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaStorageError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    UnsupportedCompressionTypeError,
+)
+from samsa.records import (
+    COMPRESSION_CODEC_MASK,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    BatchHeader,
+    Compression,
+    TimestampType,
+    read_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batch,
+)
+from samsa.broker.log.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    read_epoch_checkpoint,
+    write_epoch_checkpoint,
+)
+from samsa.broker.log.config import LONG_MAX, LogConfig
+from samsa.broker.log.file_slice import FileSlice
+from samsa.broker.log.files import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    offset_from_filename,
+)
+from samsa.broker.log.producer_state import AbortedTxn, ProducerStateEntry, ProducerStateManager
+from samsa.broker.log.segment import LogSegment
+
+__all__ = ["Log", "AppendResult", "FetchData", "IsolationLevel", "TimestampAndOffset"]
+
+_BATCH_LENGTH = slice(8, 12)
+_SNAPSHOTS_TO_KEEP = 2
+
+
+class IsolationLevel(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an append landed.  ``duplicate``: a retry of a batch already in the log (nothing
+    was written; the offsets are the original ones)."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetchData:
+    """What a fetch returns: ``records`` is a FileSlice (or b"" when nothing is available)."""
+
+    records: FileSlice | bytes
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None  # only for read_committed
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log:
+    """The log of one partition in ``directory`` (``<topic>-<partition>``).
+
+    Opening a log loads or recovers its segments: after a clean shutdown the files are trusted
+    (indexes sanity-checked and rebuilt if damaged); otherwise every segment from the one holding
+    ``recovery_point`` on is validated batch by batch (size, CRC), cut at the first invalid
+    byte, later segments deleted, indexes rebuilt.  Producer state is then loaded from the
+    newest snapshot and brought up to date by replaying the batches after it.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        *,
+        topic: str,
+        partition: int,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+        now_ms: int | None = None,
+    ) -> None:
+        self.dir = Path(directory)
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._lock = threading.RLock()
+        now = _now_ms() if now_ms is None else now_ms
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._epoch_path = self.dir / LEADER_EPOCH_CHECKPOINT
+        self.producer_state = ProducerStateManager(self.dir, config.producer_id_expiration_ms)
+        self.segments: list[LogSegment] = []
+        self.recovered_bytes_truncated = 0
+        self._load_segments(recovery_point, log_start_offset, clean_shutdown, now)
+        leo = self.segments[-1].next_offset
+        self._log_end_offset = leo
+        self._high_watermark = leo
+        self._log_start_offset = min(max(log_start_offset, self.segments[0].base_offset), leo)
+        self._recovery_point = min(recovery_point, leo) if not clean_shutdown else leo
+        self._unflushed_messages = 0
+        self._last_flush_ms = now
+        stored_epochs = read_epoch_checkpoint(self._epoch_path)
+        self._epochs = [(e, o) for e, o in stored_epochs if o < leo]
+        if self._epochs != stored_epochs:
+            write_epoch_checkpoint(self._epoch_path, self._epochs)
+        self._load_producer_state()
+        self._closed = False
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def _load_segments(
+        self, recovery_point: int, log_start_offset: int, clean: bool, now_ms: int
+    ) -> None:
+        for path in self.dir.iterdir():
+            name = path.name
+            if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
+                path.unlink(missing_ok=True)
+            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+                if not path.with_name(name.rsplit(".", 1)[0] + LOG_SUFFIX).exists():
+                    path.unlink(missing_ok=True)  # index left behind by an interrupted delete
+        bases = sorted(
+            offset_from_filename(p.name)
+            for p in self.dir.glob("*" + LOG_SUFFIX)
+            if p.name.split(".", 1)[0].isdigit()
+        )
+        for base in bases:
+            self.segments.append(self._new_segment(base, now_ms))
+        for i, segment in enumerate(self.segments):
+            next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            needs_recovery = not clean and (next_base is None or next_base > recovery_point)
+            if not needs_recovery:
+                segment.load_or_recover()
+                continue
+            truncated = segment.recover()
+            self.recovered_bytes_truncated += truncated
+            if truncated:
+                for later in self.segments[i + 1 :]:
+                    later.delete()
+                del self.segments[i + 1 :]
+                break
+        if not self.segments:
+            self.segments.append(self._new_segment(log_start_offset, now_ms))
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            now_ms=now_ms,
+        )
+
+    def _load_producer_state(self) -> None:
+        state = self.producer_state
+        leo = self._log_end_offset
+        if not state.load_latest_snapshot(leo):
+            state.map_end_offset = self._log_start_offset
+        state.truncate_head(self._log_start_offset)
+        if state.map_end_offset < leo:
+            self._replay_from(max(state.map_end_offset, self._log_start_offset))
+        state.map_end_offset = leo
+
+    def _replay_from(self, offset: int) -> None:
+        i = max(bisect.bisect_right(self._bases(), offset) - 1, 0)
+        for segment in self.segments[i:]:
+            start = segment.offset_index.lookup(offset)[1]
+            for batch in segment.iter_batches(start, segment.size):
+                header = batch.header
+                if header.next_offset <= offset:
+                    continue
+                if header.is_control and header.producer_id >= 0:
+                    marker = self._read_control_marker(segment, batch.position, header)
+                    if marker is not None:
+                        self.producer_state.replay(header, marker[0], marker[1])
+                        continue
+                self.producer_state.replay(header)
+
+    @staticmethod
+    def _read_control_marker(
+        segment: LogSegment, position: int, header: BatchHeader
+    ) -> tuple[int, int] | None:
+        """(control type, coordinator epoch) of a control batch, or None if unreadable."""
+        from samsa.records.batch import RecordBatch  # records' reader; only needed here
+
+        data = segment.read_bytes(position, header.size)
+        try:
+            marker = RecordBatch(data, 0, header).control_marker()
+        except (CorruptRecordError, ValueError):
+            return None
+        if marker is None:
+            return None
+        return int(marker.type), marker.coordinator_epoch
+
+    def _bases(self) -> list[int]:
+        return [s.base_offset for s in self.segments]
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def last_stable_offset(self) -> int:
+        with self._lock:
+            return self._last_stable_offset()
+
+    def _last_stable_offset(self) -> int:
+        first = self.producer_state.first_unstable_offset()
+        return self._high_watermark if first is None else min(first, self._high_watermark)
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self.segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs (AlterConfigs); takes effect on the next append/roll."""
+        with self._lock:
+            self.config = config
+            self.producer_state.expiration_ms = config.producer_id_expiration_ms
+
+    # -- append -------------------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int,
+        now_ms: int | None = None,
+        timestamp_type_override: TimestampType | None = None,
+    ) -> AppendResult:
+        """Validate the client's batches as Kafka's LogValidator does, assign offsets, append.
+
+        ``timestamp_type_override`` forces CreateTime/LogAppendTime; by default the topic's
+        ``message.timestamp.type`` decides.  Raises InvalidRecordError, CorruptRecordError,
+        MessageTooLargeError, UnsupportedCompressionTypeError, InvalidProducerEpochError or
+        OutOfOrderSequenceNumberError; nothing is written then.
+        """
+        now = _now_ms() if now_ms is None else now_ms
+        buf = bytearray(records)
+        with self._lock:
+            self._check_open()
+            headers = self._validate_client_batches(buf)
+            if timestamp_type_override is None:
+                log_append_time = self.config.log_append_time
+            else:
+                log_append_time = timestamp_type_override == TimestampType.LOG_APPEND_TIME
+            return self._append(buf, headers, leader_epoch, now, log_append_time, client=True)
+
+    def append_control_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> AppendResult:
+        """Write a COMMIT/ABORT transaction marker (for the transaction coordinator)."""
+        from samsa.records.control import ControlRecordType, build_control_batch
+
+        now = _now_ms() if now_ms is None else now_ms
+        control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        buf = bytearray(
+            build_control_batch(control_type, producer_id, producer_epoch, coordinator_epoch, now)
+        )
+        with self._lock:
+            self._check_open()
+            header = read_batch_header(buf, 0)
+            result = self._append(buf, [(0, header)], leader_epoch, now, False, client=False)
+            self.producer_state.complete_txn(
+                producer_id, producer_epoch, commit, result.base_offset, coordinator_epoch,
+                self._high_watermark,
+            )
+            return result
+
+    def _validate_client_batches(self, buf: bytearray) -> list[tuple[int, BatchHeader]]:
+        if not buf:
+            raise InvalidRecordError("the produce request has no record batches for this partition")
+        headers: list[tuple[int, BatchHeader]] = []
+        max_bytes = self.config.max_message_bytes
+        pos = 0
+        while pos < len(buf):
+            remaining = len(buf) - pos
+            if remaining > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != MAGIC_V2:
+                raise InvalidRecordError(
+                    f"batch at byte {pos} has magic {buf[pos + MAGIC_OFFSET]}; this broker accepts "
+                    "only magic 2 record batches (use a client that produces v2 batches)"
+                )
+            if remaining >= LOG_OVERHEAD:
+                size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + LOG_OVERHEAD
+                if size > max_bytes:
+                    raise MessageTooLargeError(
+                        f"record batch of {size} bytes exceeds max.message.bytes={max_bytes} of "
+                        f"{self.topic}-{self.partition}; send smaller batches or raise the limit"
+                    )
+            header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
+            where = f"batch at byte {pos} of {self.topic}-{self.partition}"
+            if header.records_count != header.last_offset_delta + 1 or header.records_count < 1:
+                raise InvalidRecordError(
+                    f"{where}: records count {header.records_count} does not match last offset "
+                    f"delta {header.last_offset_delta} (must be count - 1, count >= 1)"
+                )
+            if header.is_control:
+                raise InvalidRecordError(f"{where}: clients may not produce control batches")
+            if header.producer_id >= 0 and header.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"{where}: idempotent batch of producer {header.producer_id} has no base sequence"
+                )
+            if header.is_transactional and header.producer_id < 0:
+                raise InvalidRecordError(f"{where}: transactional batch without a producer id")
+            if header.attributes & COMPRESSION_CODEC_MASK > max(Compression):
+                raise UnsupportedCompressionTypeError(
+                    f"{where}: unknown compression codec {header.attributes & COMPRESSION_CODEC_MASK}"
+                )
+            headers.append((pos, header))
+            pos += header.size
+        return headers
+
+    def _append(
+        self,
+        buf: bytearray,
+        batches: list[tuple[int, BatchHeader]],
+        leader_epoch: int,
+        now_ms: int,
+        log_append_time: bool,
+        *,
+        client: bool,
+    ) -> AppendResult:
+        state = self.producer_state
+        staged: dict[int, ProducerStateEntry] = {}
+        next_offset = self._log_end_offset
+        first_offset = next_offset
+        stamped: list[BatchHeader] = []
+        max_timestamp = NO_TIMESTAMP
+        messages = 0
+        for pos, header in batches:
+            if client and header.producer_id >= 0:
+                duplicate = state.check(header, staged)
+                if duplicate is not None:
+                    return AppendResult(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        duplicate.timestamp if log_append_time else -1,
+                        self._log_start_offset,
+                        duplicate=True,
+                    )
+            set_base_offset(buf, pos, next_offset)
+            set_partition_leader_epoch(buf, pos, leader_epoch)
+            if log_append_time:
+                set_log_append_time(buf, pos, now_ms)
+            header = read_batch_header(buf, pos)
+            if client and header.producer_id >= 0:
+                state.stage(header, next_offset, now_ms, staged)
+            stamped.append(header)
+            max_timestamp = max(max_timestamp, header.max_timestamp)
+            messages += header.records_count
+            next_offset = header.next_offset
+        segment = self.segments[-1]
+        if segment.should_roll(
+            incoming_bytes=len(buf),
+            incoming_max_timestamp=max_timestamp,
+            incoming_last_offset=next_offset - 1,
+            now_ms=now_ms,
+            segment_bytes=self.config.segment_bytes,
+            segment_ms=self.config.segment_ms,
+        ):
+            segment = self._roll(now_ms)
+        if not self._epochs or leader_epoch > self._epochs[-1][0]:
+            # Checkpointed before the data so that the cache never lags the log.
+            self._epochs.append((leader_epoch, first_offset))
+            write_epoch_checkpoint(self._epoch_path, self._epochs)
+        try:
+            segment.append(buf, stamped)
+        except OSError as exc:
+            raise KafkaStorageError(
+                f"writing to {segment.log_path} failed: {exc}; check the disk of the data dir"
+            ) from exc
+        state.commit(staged, next_offset)
+        self._log_end_offset = next_offset
+        self._unflushed_messages += messages
+        if self._unflushed_messages >= self.config.flush_messages:
+            self._flush(next_offset)
+        self._high_watermark = next_offset
+        return AppendResult(
+            first_offset,
+            next_offset - 1,
+            now_ms if log_append_time else -1,
+            self._log_start_offset,
+        )
+
+    def _roll(self, now_ms: int) -> LogSegment:
+        """Close the active segment for appends and start a new one at the log end offset."""
+        old = self.segments[-1]
+        if old.size == 0:
+            return old
+        old.on_become_inactive()
+        self.producer_state.map_end_offset = self._log_end_offset
+        self.producer_state.take_snapshot(sync=False)
+        self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP)
+        segment = self._new_segment(self._log_end_offset, now_ms)
+        self.segments.append(segment)
+        return segment
+
+    def roll(self, now_ms: int | None = None) -> None:
+        """Force a new segment (tests, admin)."""
+        with self._lock:
+            self._roll(_now_ms() if now_ms is None else now_ms)
+
+    # -- read ---------------------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        min_one_message: bool = True,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> FetchData:
+        """Batches from the one containing ``fetch_offset``, up to ``max_bytes`` (the first batch
+        whole if ``min_one_message``), never past the high watermark (or the LSO for
+        read_committed).  Raises OffsetOutOfRangeError outside [log start, log end]."""
+        with self._lock:
+            self._check_open()
+            start, end = self._log_start_offset, self._log_end_offset
+            if fetch_offset < start or fetch_offset > end:
+                raise OffsetOutOfRangeError(
+                    f"fetch offset {fetch_offset} of {self.topic}-{self.partition} is outside the "
+                    f"log range [{start}, {end}]"
+                )
+            hw = self._high_watermark
+            lso = self._last_stable_offset()
+            committed = isolation == IsolationLevel.READ_COMMITTED
+            max_offset = lso if committed else hw
+            records: FileSlice | bytes = b""
+            if fetch_offset < max_offset:
+                records = self._read_below(fetch_offset, max_offset, max_bytes, min_one_message) or b""
+            aborted = None
+            if committed:
+                upper = fetch_offset + 1
+                if isinstance(records, FileSlice) and records.size:
+                    upper = max_offset
+                aborted = self.producer_state.aborted_transactions(fetch_offset, upper)
+            return FetchData(records, hw, start, lso, aborted)
+
+    def _position_of(self, offset: int) -> tuple[int, int]:
+        """(segment index, file position) where the batch starting at ``offset`` begins (or
+        would begin: the log end)."""
+        i = bisect.bisect_right(self._bases(), offset) - 1
+        for j in range(max(i, 0), len(self.segments)):
+            segment = self.segments[j]
+            found = segment.translate_offset(offset)
+            if found is not None:
+                return j, found.position
+        return len(self.segments) - 1, self.segments[-1].size
+
+    def _read_below(
+        self, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
+    ) -> FileSlice | None:
+        limit_index, limit_position = self._position_of(max_offset)
+        i = max(bisect.bisect_right(self._bases(), fetch_offset) - 1, 0)
+        while i <= limit_index:
+            segment = self.segments[i]
+            max_position = limit_position if i == limit_index else None
+            found = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
+            if found is not None:
+                return found
+            i += 1
+        return None
+
+    # -- offsets by time / epoch ----------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """First record with timestamp >= ``timestamp`` at or after the log start (ListOffsets);
+        None if there is none below the high watermark."""
+        with self._lock:
+            self._check_open()
+            for segment in self.segments:
+                if segment.max_timestamp < timestamp or segment.next_offset <= self._log_start_offset:
+                    continue
+                found = segment.find_offset_by_timestamp(timestamp)
+                if found is None:
+                    continue
+                ts, offset = self._first_record_at_or_after(segment, found.position, found.header, timestamp)
+                if offset >= self._high_watermark:
+                    return None
+                return TimestampAndOffset(ts, max(offset, self._log_start_offset), self._epoch_for(offset))
+            return None
+
+    def _first_record_at_or_after(
+        self, segment: LogSegment, position: int, header: BatchHeader, timestamp: int
+    ) -> tuple[int, int]:
+        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            return header.max_timestamp, max(header.base_offset, self._log_start_offset)
+        from samsa.records.batch import RecordBatch  # decompresses if needed
+
+        data = segment.read_bytes(position, header.size)
+        try:
+            for record in RecordBatch(data, 0, header):
+                if record.timestamp >= timestamp and record.offset >= self._log_start_offset:
+                    return record.timestamp, record.offset
+        except (CorruptRecordError, ValueError):
+            pass
+        return header.max_timestamp, header.base_offset
+
+    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
+        """The (batch-level) offset of the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
+        with self._lock:
+            best: LogSegment | None = None
+            for segment in self.segments:
+                if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                    best = segment
+            if best is None:
+                return None
+            offset = best.offset_of_max_timestamp
+            return TimestampAndOffset(best.max_timestamp, offset, self._epoch_for(offset))
+
+    def _epoch_for(self, offset: int) -> int:
+        epoch = -1
+        for e, start in self._epochs:
+            if start <= offset:
+                epoch = e
+        return epoch
+
+    @property
+    def latest_epoch(self) -> int:
+        with self._lock:
+            return self._epochs[-1][0] if self._epochs else -1
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, end offset of that epoch), or
+        (-1, -1) when unknown — Kafka's LeaderEpochFileCache.endOffsetFor."""
+        with self._lock:
+            if epoch < 0 or not self._epochs:
+                return -1, -1
+            if epoch == self._epochs[-1][0]:
+                return epoch, self._log_end_offset
+            higher = next(((e, o) for e, o in self._epochs if e > epoch), None)
+            if higher is None:
+                return -1, -1
+            floor = [(e, o) for e, o in self._epochs if e <= epoch]
+            if not floor:
+                return epoch, higher[1]
+            return floor[-1][0], higher[1]
+
+    # -- deletion -------------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (-1 = the high watermark),
+        deleting segments wholly below it.  Returns the new log start offset."""
+        with self._lock:
+            self._check_open()
+            if offset == -1:
+                offset = self._high_watermark
+            if offset < 0 or offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records of {self.topic}-{self.partition} before {offset}: "
+                    f"the high watermark is {self._high_watermark}"
+                )
+            if offset > self._log_start_offset:
+                self._advance_log_start(offset)
+            return self._log_start_offset
+
+    def _advance_log_start(self, offset: int) -> None:
+        self._log_start_offset = offset
+        if offset >= self._log_end_offset and self.segments[-1].size:
+            self._roll(_now_ms())
+        doomed = 0
+        while doomed < len(self.segments) - 1 and self.segments[doomed + 1].base_offset <= offset:
+            doomed += 1
+        self._delete_segments(doomed)
+        self._on_log_start_moved()
+
+    def _delete_segments(self, count: int) -> None:
+        """Delete the ``count`` oldest segments (never the active one)."""
+        count = min(count, len(self.segments) - 1)
+        if count <= 0:
+            return
+        doomed = self.segments[:count]
+        del self.segments[:count]
+        for segment in doomed:
+            segment.delete()
+        self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
+        self._on_log_start_moved()
+
+    def _on_log_start_moved(self) -> None:
+        """Forget producers and leader epochs that lie wholly below the new log start."""
+        start = self._log_start_offset
+        self.producer_state.truncate_head(start)
+        below = [(e, o) for e, o in self._epochs if o < start]
+        if not below:
+            return
+        kept = [(e, o) for e, o in self._epochs if o >= start]
+        if not kept or kept[0][1] > start:
+            kept.insert(0, (below[-1][0], start))
+        if kept != self._epochs:
+            self._epochs = kept
+            write_epoch_checkpoint(self._epoch_path, self._epochs)
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete old segments by ``retention.ms`` (segment's largest timestamp) and
+        ``retention.bytes``; never the active segment.  Returns segments deleted."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            self._check_open()
+            if "delete" not in self.config.cleanup_policy:
+                return 0
+            candidates = self.segments[:-1]
+            count = 0
+            retention_ms = self.config.retention_ms
+            if retention_ms >= 0:
+                while count < len(candidates) and now - candidates[count].largest_timestamp() > retention_ms:
+                    count += 1
+            retention_bytes = self.config.retention_bytes
+            if retention_bytes >= 0:
+                excess = sum(s.size for s in self.segments) - retention_bytes
+                by_size = 0
+                while by_size < len(candidates) and excess - candidates[by_size].size >= 0:
+                    excess -= candidates[by_size].size
+                    by_size += 1
+                count = max(count, by_size)
+            while count < len(candidates) and candidates[count].next_offset <= self._log_start_offset:
+                count += 1
+            self._delete_segments(count)
+            return count
+
+    # -- flush / housekeeping ---------------------------------------------------------------------
+
+    def _flush(self, up_to: int) -> None:
+        for segment in self.segments:
+            if segment.base_offset >= up_to:
+                break
+            segment.flush()
+        self._recovery_point = max(self._recovery_point, up_to)
+        if up_to >= self._log_end_offset:
+            self._unflushed_messages = 0
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended so far; the recovery point moves to the log end offset."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush(self._log_end_offset)
+            self._last_flush_ms = _now_ms() if now_ms is None else now_ms
+
+    def maintain(self, now_ms: int) -> None:
+        """Periodic work the LogManager schedules: ``flush.ms`` flushes, flushing segments that
+        were rolled (so the recovery point follows rolls, as Kafka does), producer expiry."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.config.flush_ms < LONG_MAX and now_ms - self._last_flush_ms >= self.config.flush_ms:
+                self._flush(self._log_end_offset)
+                self._last_flush_ms = now_ms
+            elif self._recovery_point < self.segments[-1].base_offset:
+                self._flush(self.segments[-1].base_offset)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        with self._lock:
+            return self.producer_state.remove_expired(now_ms)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"the log of {self.topic}-{self.partition} is closed")
+
+    def close(self) -> None:
+        """Flush, snapshot producer state at the log end, close files (clean shutdown)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush(self._log_end_offset)
+            self.producer_state.map_end_offset = self._log_end_offset
+            self.producer_state.take_snapshot()
+            self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP)
+            for segment in self.segments:
+                segment.on_become_inactive()
+                segment.close()
+            self._closed = True
+
+    def abandon(self) -> None:
+        """Close file descriptors without flushing or snapshotting (tests simulating a crash)."""
+        with self._lock:
+            for segment in self.segments:
+                segment.close()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove every file of this log (topic deletion); the directory stays."""
+        with self._lock:
+            for segment in self.segments:
+                segment.delete()
+            self.segments = []
+            self._closed = True
+            for path in self.dir.iterdir():
+                path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, start={self._log_start_offset}, "
+            f"end={self._log_end_offset}, segments={len(self.segments)})"
+        )
+

@@ -1,0 +1,372 @@
+"""Per-partition idempotent/transactional producer state (notes §4.2), and its snapshots.
+
+For every producer id the partition remembers the epoch and the last ``BATCHES_TO_RETAIN`` (5)
+batches it appended: a retry of one of them is recognised as a duplicate and answered with the
+original offsets; an older epoch or a sequence gap is refused.  Transactional producers also
+have the first offset of their open transaction, which bounds the last stable offset (LSO);
+aborted transactions are remembered for read_committed fetches.
+
+State survives restarts through ``<20-digit offset>.snapshot`` files (state of every batch
+below that offset) written at segment roll and clean shutdown; after a crash the Log reloads
+the newest snapshot at or below the recovered log end and replays the batches after it.
+
+Snapshot file (our own format; Kafka's stores only the last batch per producer):
+``int16 version (1) · uint32 CRC-32C of the rest · int32 producer count · producers ·
+int32 aborted count · aborted``; a producer is ``int64 id · int16 epoch · int32 coordinator
+epoch · int64 open-transaction first offset (-1) · int64 last timestamp · int8 n · n × (int32
+first seq · int32 last seq · int64 first offset · int64 last offset · int64 timestamp)``; an
+aborted transaction is ``int64 producer id · int64 first offset · int64 last offset · int64 LSO``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crc32c import crc32c
+
+from samsa.errors import InvalidProducerEpochError, KafkaStorageError, OutOfOrderSequenceNumberError
+from samsa.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from samsa.broker.log.files import SNAPSHOT_SUFFIX, atomic_write, filename_prefix, offset_from_filename
+
+__all__ = [
+    "BATCHES_TO_RETAIN",
+    "BatchMetadata",
+    "ProducerStateEntry",
+    "AbortedTxn",
+    "ProducerStateManager",
+]
+
+BATCHES_TO_RETAIN = 5
+_INT32_MAX = 0x7FFFFFFF
+_SNAPSHOT_VERSION = 1
+_HEAD = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
+_PRODUCER = struct.Struct(">qhiqqb")
+_BATCH = struct.Struct(">iiqqq")
+_ABORTED = struct.Struct(">qqqq")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    """An aborted transaction: its producer, first and last (marker) offset, and the LSO then."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+    last_timestamp: int = -1
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.epoch,
+            deque(self.batches, maxlen=BATCHES_TO_RETAIN),
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+            self.last_timestamp,
+        )
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def add_batch(self, epoch: int, batch: BatchMetadata) -> None:
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+        self.batches.append(batch)
+        self.last_timestamp = max(self.last_timestamp, batch.timestamp)
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+class ProducerStateManager:
+    """Producer state of one partition.  Not thread-safe: the Log's lock guards it."""
+
+    def __init__(self, directory: Path, expiration_ms: int = 86_400_000) -> None:
+        self.directory = directory
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self.aborted: list[AbortedTxn] = []
+        self.map_end_offset = 0  # every batch below this offset is reflected in the state
+
+    # -- validation on the append path ---------------------------------------------------------
+
+    def check(
+        self, header: BatchHeader, staged: dict[int, ProducerStateEntry]
+    ) -> BatchMetadata | None:
+        """Validate a client batch against the state (plus ``staged`` earlier batches of the
+        same request).  Returns the original metadata if it is a duplicate; raises
+        InvalidProducerEpochError or OutOfOrderSequenceNumberError."""
+        pid = header.producer_id
+        entry = staged.get(pid) or self.producers.get(pid)
+        if entry is None:
+            return None  # unknown (new or expired) producer: any sequence is accepted
+        first_seq, last_seq = header.base_sequence, header.last_sequence
+        duplicate = entry.find_duplicate(header.producer_epoch, first_seq, last_seq)
+        if duplicate is not None:
+            return duplicate
+        if header.producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {pid}: batch epoch {header.producer_epoch} is older than the current "
+                f"epoch {entry.epoch}; this producer was fenced by a newer instance"
+            )
+        if header.producer_epoch != entry.epoch:
+            if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceNumberError(
+                    f"producer {pid}: new epoch {header.producer_epoch} must start at sequence 0, "
+                    f"got {first_seq}"
+                )
+        elif entry.batches and not _in_sequence(entry.last_seq, first_seq):
+            raise OutOfOrderSequenceNumberError(
+                f"producer {pid} epoch {entry.epoch}: expected sequence {entry.last_seq + 1}, "
+                f"got {first_seq} (batches were lost or reordered)"
+            )
+        return None
+
+    def stage(
+        self,
+        header: BatchHeader,
+        first_offset: int,
+        timestamp: int,
+        staged: dict[int, ProducerStateEntry],
+    ) -> None:
+        """Record an accepted client batch (offsets assigned) in ``staged``; ``commit`` applies it."""
+        pid = header.producer_id
+        entry = staged.get(pid)
+        if entry is None:
+            current = self.producers.get(pid)
+            entry = current.copy() if current is not None else ProducerStateEntry(pid)
+            staged[pid] = entry
+        last_offset = first_offset + header.last_offset_delta
+        if header.base_sequence != NO_SEQUENCE:
+            entry.add_batch(
+                header.producer_epoch,
+                BatchMetadata(header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp),
+            )
+        else:
+            entry.epoch = header.producer_epoch
+            entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        if header.is_transactional and not header.is_control and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+
+    def commit(self, staged: dict[int, ProducerStateEntry], end_offset: int) -> None:
+        for pid, entry in staged.items():
+            self.producers[pid] = entry
+            if entry.current_txn_first_offset >= 0:
+                self.ongoing[pid] = entry.current_txn_first_offset
+        self.map_end_offset = end_offset
+
+    def complete_txn(
+        self, producer_id: int, epoch: int, commit: bool, marker_offset: int, coordinator_epoch: int,
+        high_watermark: int,
+    ) -> None:
+        """Apply a transaction marker (COMMIT/ABORT control batch) written at ``marker_offset``."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id, epoch)
+            self.producers[producer_id] = entry
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = coordinator_epoch
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        self.ongoing.pop(producer_id, None)
+        if not commit and first >= 0:
+            lso = min([high_watermark, *self.ongoing.values()])
+            self.aborted.append(AbortedTxn(producer_id, first, marker_offset, lso))
+        self.map_end_offset = max(self.map_end_offset, marker_offset + 1)
+
+    # -- replay (recovery) ---------------------------------------------------------------------
+
+    def replay(self, header: BatchHeader, control_type: int | None = None, coordinator_epoch: int = -1) -> None:
+        """Re-apply a batch read back from the log (no validation)."""
+        if header.next_offset <= self.map_end_offset:
+            return
+        if header.producer_id >= 0:
+            if header.is_control and control_type is not None:
+                self.complete_txn(
+                    header.producer_id, header.producer_epoch, control_type == 1,
+                    header.base_offset, coordinator_epoch, header.base_offset,
+                )
+            elif not header.is_control:
+                staged: dict[int, ProducerStateEntry] = {}
+                self.stage(header, header.base_offset, header.max_timestamp, staged)
+                self.commit(staged, header.next_offset)
+        self.map_end_offset = header.next_offset
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, or None."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, end_offset)."""
+        return [
+            t for t in self.aborted if t.last_offset >= start_offset and t.first_offset < end_offset
+        ]
+
+    # -- housekeeping --------------------------------------------------------------------------
+
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` with no open transaction; returns count."""
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= self.expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def truncate_head(self, log_start_offset: int) -> None:
+        """Forget producers whose last batch lies below the new log start (as Kafka does)."""
+        for pid in [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0 and 0 <= e.last_offset < log_start_offset
+        ]:
+            del self.producers[pid]
+        self.aborted = [t for t in self.aborted if t.last_offset >= log_start_offset]
+        for path in self.snapshot_files():
+            if offset_from_filename(path.name) < log_start_offset:
+                path.unlink(missing_ok=True)
+
+    def reset(self) -> None:
+        self.producers.clear()
+        self.ongoing.clear()
+        self.aborted.clear()
+        self.map_end_offset = 0
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def snapshot_files(self) -> list[Path]:
+        """Snapshot files, oldest first."""
+        files = [
+            p for p in self.directory.glob("*" + SNAPSHOT_SUFFIX) if p.name.split(".", 1)[0].isdigit()
+        ]
+        return sorted(files, key=lambda p: offset_from_filename(p.name))
+
+    def take_snapshot(self, sync: bool = True) -> Path:
+        """Write the state as ``<map_end_offset>.snapshot``."""
+        parts = [_COUNT.pack(len(self.producers))]
+        for e in self.producers.values():
+            parts.append(
+                _PRODUCER.pack(
+                    e.producer_id, e.epoch, e.coordinator_epoch, e.current_txn_first_offset,
+                    e.last_timestamp, len(e.batches),
+                )
+            )
+            parts.extend(
+                _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
+                for b in e.batches
+            )
+        parts.append(_COUNT.pack(len(self.aborted)))
+        parts.extend(
+            _ABORTED.pack(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+            for t in self.aborted
+        )
+        body = b"".join(parts)
+        path = self.directory / (filename_prefix(self.map_end_offset) + SNAPSHOT_SUFFIX)
+        atomic_write(path, _HEAD.pack(_SNAPSHOT_VERSION, crc32c(body)) + body, sync=sync)
+        return path
+
+    def load_latest_snapshot(self, max_offset: int) -> bool:
+        """Load the newest readable snapshot at or below ``max_offset``; delete newer ones and any
+        unreadable ones.  Returns False (state empty) if none could be loaded."""
+        self.reset()
+        for path in reversed(self.snapshot_files()):
+            offset = offset_from_filename(path.name)
+            if offset > max_offset:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                self._read_snapshot(path)
+            except (KafkaStorageError, struct.error, OSError):
+                self.reset()
+                path.unlink(missing_ok=True)
+                continue
+            self.map_end_offset = offset
+            return True
+        return False
+
+    def _read_snapshot(self, path: Path) -> None:
+        data = path.read_bytes()
+        version, crc = _HEAD.unpack_from(data, 0)
+        body = memoryview(data)[_HEAD.size :]
+        if version != _SNAPSHOT_VERSION or crc32c(body) != crc:
+            raise KafkaStorageError(f"producer snapshot {path} is corrupt or of an unknown version")
+        pos = 0
+        (count,) = _COUNT.unpack_from(body, pos)
+        pos += _COUNT.size
+        for _ in range(count):
+            pid, epoch, coord, txn_first, last_ts, n = _PRODUCER.unpack_from(body, pos)
+            pos += _PRODUCER.size
+            batches: Iterable[BatchMetadata] = [
+                BatchMetadata(*_BATCH.unpack_from(body, pos + i * _BATCH.size)) for i in range(n)
+            ]
+            pos += n * _BATCH.size
+            self.producers[pid] = ProducerStateEntry(
+                pid, epoch, deque(batches, maxlen=BATCHES_TO_RETAIN), coord, txn_first, last_ts
+            )
+            if txn_first >= 0:
+                self.ongoing[pid] = txn_first
+        (count,) = _COUNT.unpack_from(body, pos)
+        pos += _COUNT.size
+        for _ in range(count):
+            self.aborted.append(AbortedTxn(*_ABORTED.unpack_from(body, pos)))
+            pos += _ABORTED.size
+        if pos != len(body):
+            raise KafkaStorageError(f"producer snapshot {path} has {len(body) - pos} trailing bytes")
+
+    def delete_snapshots_after(self, offset: int) -> None:
+        """Drop snapshots beyond ``offset`` (after the log was truncated there)."""
+        for path in self.snapshot_files():
+            if offset_from_filename(path.name) > offset:
+                path.unlink(missing_ok=True)
+
+    def retain_snapshots(self, keep: int = 2) -> None:
+        """Keep only the newest ``keep`` snapshots."""
+        files = self.snapshot_files()
+        for path in files[:-keep] if keep else files:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,358 @@
+"""LogSegment: one ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+
+A segment is not thread-safe; its ``Log`` serialises appends, truncation and deletion.  Reads
+of bytes below a position the Log has published (the high watermark) are safe concurrently
+with appends, because files only grow while the broker runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from samsa.errors import CorruptRecordError
+from samsa.records import (
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    read_batch_header,
+    validate_batch,
+)
+from samsa.broker.log.file_slice import FileHandle, FileSlice
+from samsa.broker.log.files import segment_paths
+from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+
+__all__ = ["LogSegment", "BatchPosition"]
+
+_INT32_MAX = 0x7FFFFFFF
+_SCAN_CHUNK = 64 * 1024
+_RECOVER_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPosition:
+    """A batch's file position and header."""
+
+    position: int
+    header: BatchHeader
+
+
+class LogSegment:
+    """Files ``<20-digit base offset>.log/.index/.timeindex`` in a partition directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_bytes: int = 10 * 1024 * 1024,
+        now_ms: int = 0,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_entries = max(max_index_bytes // 8, 1)
+        self.log_path, index_path, time_index_path = segment_paths(directory, base_offset)
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._handle = FileHandle(fd, str(self.log_path))
+        self.size = os.fstat(fd).st_size
+        self.offset_index = OffsetIndex(index_path, base_offset)
+        self.time_index = TimeIndex(time_index_path, base_offset)
+        self.created_ms = now_ms
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self._first_batch_timestamp: int | None = None  # for time-based rolls, loaded lazily
+        self.next_offset = base_offset
+        self.flushed = self.size == 0
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Trust the files (after a clean shutdown): sanity-check the indexes, find the end offset.
+
+        Raises CorruptIndexError if an index is damaged; call ``recover`` then.
+        """
+        self.offset_index.sanity_check(self.size)
+        start = self.offset_index.lookup(self.offset_index.last_offset)[1]
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self.next_offset = max(self.offset_index.last_offset, self.base_offset)
+        end = start
+        for batch in self.iter_batches(start, self.size):
+            h = batch.header
+            self.next_offset = h.next_offset
+            end = batch.position + h.size
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        if end != self.size:
+            raise CorruptRecordError(
+                f"{self.log_path}: {self.size - end} bytes after the last whole batch at byte {end}"
+            )
+        self.time_index.sanity_check(self.next_offset)
+        self.flushed = True
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        """Validate every batch (size, magic, CRC, increasing offsets), rebuild both indexes and
+        cut the file at the first invalid byte.  ``on_batch`` sees each valid batch in order
+        (producer state, leader epochs).  Returns the number of bytes truncated.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self._first_batch_timestamp = None
+        self.next_offset = self.base_offset
+        fd = self._handle.fd
+        file_size = os.fstat(fd).st_size
+        pos = 0
+        buf = b""
+        buf_start = 0
+        while file_size - pos >= LOG_OVERHEAD:
+            if pos + RECORD_BATCH_OVERHEAD > buf_start + len(buf):
+                buf = os.pread(fd, min(_RECOVER_CHUNK, file_size - pos), pos)
+                buf_start = pos
+            off = pos - buf_start
+            if len(buf) - off < RECORD_BATCH_OVERHEAD:
+                break  # torn header
+            size = int.from_bytes(buf[off + 8 : off + 12], "big", signed=True) + LOG_OVERHEAD
+            if size < RECORD_BATCH_OVERHEAD or pos + size > file_size:
+                break
+            if off + size > len(buf):
+                buf = os.pread(fd, max(size, min(_RECOVER_CHUNK, file_size - pos)), pos)
+                buf_start, off = pos, 0
+            try:
+                header = validate_batch(buf, off)
+            except CorruptRecordError:
+                break
+            if header.base_offset < self.next_offset or header.last_offset_delta < 0 or (
+                header.last_offset - self.base_offset > _INT32_MAX
+            ):
+                break
+            self._index_batch(pos, header)
+            self.next_offset = header.next_offset
+            if on_batch is not None:
+                on_batch(header)
+            pos += size
+        truncated = file_size - pos
+        if truncated:
+            os.ftruncate(fd, pos)
+        self.size = pos
+        self.flushed = False
+        return truncated
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _index_batch(self, position: int, header: BatchHeader) -> None:
+        """Index bookkeeping for a batch written at ``position`` (append and recovery)."""
+        if self._first_batch_timestamp is None and position == 0:
+            self._first_batch_timestamp = header.max_timestamp
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(header.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += header.size
+
+    def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
+        """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
+        with memoryview(data) as view:
+            written = 0
+            while written < len(view):
+                written += os.pwrite(self._handle.fd, view[written:], self.size + written)
+        position = self.size
+        for header in headers:
+            self._index_batch(position, header)
+            position += header.size
+        self.size = position
+        self.next_offset = headers[-1].next_offset
+        self.flushed = False
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches with base offset >= ``offset``; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position = found.position
+        if found.header.base_offset < offset:
+            position += found.header.size
+        removed = self.size - position
+        if removed <= 0:
+            return 0
+        os.ftruncate(self._handle.fd, position)
+        self.size = position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        # Recompute the in-memory bookkeeping from what remains.
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self.next_offset = self.base_offset
+        start = self.offset_index.lookup(self.offset_index.last_offset)[1]
+        for batch in self.iter_batches(start, self.size):
+            h = batch.header
+            self.next_offset = h.next_offset
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        if position == 0:
+            self._first_batch_timestamp = None
+        return removed
+
+    def on_become_inactive(self) -> None:
+        """At roll: record the final max timestamp in the time index and trim index files."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        """fsync the log file and both indexes."""
+        if self.flushed:
+            return
+        os.fsync(self._handle.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.flushed = True
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def iter_batches(self, start: int, end: int) -> Iterator[BatchPosition]:
+        """Headers of the batches between file positions ``start`` and ``end`` (no CRC check)."""
+        fd = self._handle.fd
+        pos = start
+        buf = b""
+        buf_start = start
+        while end - pos >= RECORD_BATCH_OVERHEAD:
+            off = pos - buf_start
+            if off + RECORD_BATCH_OVERHEAD > len(buf):
+                buf = os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < RECORD_BATCH_OVERHEAD:
+                    return
+            header = read_batch_header(buf, off)
+            if header.size < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordError(
+                    f"{self.log_path}: impossible batch length {header.batch_length} at byte {pos}"
+                )
+            if pos + header.size > end:
+                return
+            yield BatchPosition(pos, header)
+            pos += header.size
+
+    def translate_offset(self, offset: int, max_position: int | None = None) -> BatchPosition | None:
+        """The first batch whose last offset is >= ``offset`` (the batch containing it, or the
+        next one), starting before ``max_position``; None if there is none in this segment."""
+        end = self.size if max_position is None else min(max_position, self.size)
+        start = self.offset_index.lookup(offset)[1]
+        for batch in self.iter_batches(start, end):
+            if batch.header.last_offset >= offset:
+                return batch
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> FileSlice | None:
+        """Batches from the one containing ``start_offset``, at most ``max_bytes`` and never past
+        ``max_position`` (the high watermark's position).  With ``min_one_message`` the first
+        batch is returned whole even when larger than ``max_bytes``.  None if this segment has
+        nothing at or after ``start_offset`` below ``max_position``.
+        """
+        limit = self.size if max_position is None else min(max_position, self.size)
+        found = self.translate_offset(start_offset, limit)
+        if found is None:
+            return None
+        wanted = max(max_bytes, found.header.size) if min_one_message else max_bytes
+        size = min(limit - found.position, wanted)
+        return FileSlice(self._handle, found.position, max(size, 0))
+
+    def read_bytes(self, position: int, size: int) -> bytes:
+        return FileSlice(self._handle, position, size).read()
+
+    def find_offset_by_timestamp(self, timestamp: int) -> BatchPosition | None:
+        """The first batch whose max timestamp is >= ``timestamp``, or None."""
+        if self.max_timestamp < timestamp:
+            return None
+        _, offset = self.time_index.lookup_before(timestamp)
+        start = self.offset_index.lookup(offset)[1]
+        for batch in self.iter_batches(start, self.size):
+            if batch.header.max_timestamp >= timestamp:
+                return batch
+        return None
+
+    # -- roll / retention ---------------------------------------------------------------------
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """Max timestamp of the first batch (-1 if none or empty), as Kafka uses for time rolls."""
+        if self._first_batch_timestamp is None:
+            first = next(iter(self.iter_batches(0, self.size)), None)
+            if first is None:
+                return NO_TIMESTAMP
+            self._first_batch_timestamp = first.header.max_timestamp
+        return self._first_batch_timestamp
+
+    def should_roll(
+        self,
+        *,
+        incoming_bytes: int,
+        incoming_max_timestamp: int,
+        incoming_last_offset: int,
+        now_ms: int,
+        segment_bytes: int,
+        segment_ms: int,
+    ) -> bool:
+        """Kafka's roll rule: size, age (incoming max timestamp minus the first batch's, or wall
+        clock since creation when the first batch has no timestamp), index full, or an offset
+        that no longer fits the int32 relative offsets of the indexes."""
+        if self.size == 0:
+            return incoming_last_offset - self.base_offset > _INT32_MAX
+        if self.size > segment_bytes - incoming_bytes:
+            return True
+        first = self.first_batch_timestamp
+        waited = incoming_max_timestamp - first if first >= 0 else now_ms - self.created_ms
+        if waited > segment_ms:
+            return True
+        if len(self.offset_index) >= self.max_index_entries or len(self.time_index) >= self.max_index_entries:
+            return True
+        return incoming_last_offset - self.base_offset > _INT32_MAX
+
+    def largest_timestamp(self) -> int:
+        """Largest record timestamp, or the file's mtime when no batch has one (retention)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def load_or_recover(self) -> bool:
+        """``load`` the segment; on a damaged index rebuild it with ``recover``.  True if rebuilt."""
+        try:
+            self.load()
+            return False
+        except (CorruptIndexError, CorruptRecordError):
+            self.recover()
+            return True
+
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        self._handle.close()
+
+    def delete(self) -> None:
+        """Unlink the files.  Slices already handed out stay readable until dropped."""
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.log_path.unlink(missing_ok=True)
+        self._handle = FileHandle(-1, str(self.log_path))
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path}, base={self.base_offset}, size={self.size})"
