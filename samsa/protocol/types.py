@@ -68,11 +68,16 @@ def uvarint_size(n: int) -> int:
 
 def write_varint(buf: bytearray, n: int) -> None:
     """Zigzag-encoded signed varint (32-bit)."""
+    # Without this check the mask would silently write another number (2**31 -> 0).
+    if not -0x80000000 <= n <= 0x7FFFFFFF:
+        raise ValueError(f"varint {n} is outside the int32 range")
     write_uvarint(buf, ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
 
 
 def write_varlong(buf: bytearray, n: int) -> None:
     """Zigzag-encoded signed varlong (64-bit)."""
+    if not -0x8000000000000000 <= n <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"varlong {n} is outside the int64 range")
     write_uvarint(buf, ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
