@@ -30,7 +30,10 @@ from samsa.records import (
     NO_TIMESTAMP,
     BatchHeader,
     Compression,
+    ControlRecordType,
+    RecordBatch,
     TimestampType,
+    build_control_batch,
     read_batch_header,
     set_base_offset,
     set_log_append_time,
@@ -219,8 +222,6 @@ class Log:
         segment: LogSegment, position: int, header: BatchHeader
     ) -> tuple[int, int] | None:
         """(control type, coordinator epoch) of a control batch, or None if unreadable."""
-        from samsa.records.batch import RecordBatch  # records' reader; only needed here
-
         data = segment.read_bytes(position, header.size)
         try:
             marker = RecordBatch(data, 0, header).control_marker()
@@ -314,8 +315,6 @@ class Log:
         now_ms: int | None = None,
     ) -> AppendResult:
         """Write a COMMIT/ABORT transaction marker (for the transaction coordinator)."""
-        from samsa.records.control import ControlRecordType, build_control_batch
-
         now = _now_ms() if now_ms is None else now_ms
         control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         buf = bytearray(
@@ -548,8 +547,6 @@ class Log:
     ) -> tuple[int, int]:
         if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
             return header.max_timestamp, max(header.base_offset, self._log_start_offset)
-        from samsa.records.batch import RecordBatch  # decompresses if needed
-
         data = segment.read_bytes(position, header.size)
         try:
             for record in RecordBatch(data, 0, header):

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+
+
+def test_offset_index_lookup_is_greatest_entry_at_or_below(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "00000000000000000100.index", 100)
+    assert index.lookup(150) == (100, 0)  # empty: base offset, position 0
+    index.append(110, 4000)
+    index.append(120, 8000)
+    index.append(130, 12000)
+    assert index.lookup(99) == (100, 0)
+    assert index.lookup(110) == (110, 4000)
+    assert index.lookup(119) == (110, 4000)
+    assert index.lookup(125) == (120, 8000)
+    assert index.lookup(10**9) == (130, 12000)
+    assert index.last_offset == 130
+
+
+def test_offset_index_file_format_and_reload(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000100.index"
+    index = OffsetIndex(path, 100)
+    index.append(105, 300)
+    index.append(104, 400)  # not increasing: ignored
+    index.close()
+    assert path.read_bytes() == (5).to_bytes(4, "big") + (300).to_bytes(4, "big")
+    again = OffsetIndex(path, 100)
+    assert again.lookup(200) == (105, 300)
+    again.sanity_check(log_size=1000)
+    again.close()
+
+
+def test_offset_index_truncate(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "0.index", 0)
+    for i in range(1, 6):
+        index.append(i * 10, i * 100)
+    index.truncate_to(30)
+    assert index.lookup(1000) == (20, 200)
+    assert index.size_bytes == 16
+    assert (tmp_path / "0.index").stat().st_size == 16
+    index.close()
+
+
+def test_offset_index_sanity_check_catches_damage(tmp_path: Path) -> None:
+    path = tmp_path / "0.index"
+    index = OffsetIndex(path, 0)
+    index.append(10, 500)
+    index.close()
+    with open(path, "ab") as f:
+        f.write(b"\x01\x02\x03")  # torn entry
+    damaged = OffsetIndex(path, 0)
+    with pytest.raises(CorruptIndexError, match="multiple of the entry size"):
+        damaged.sanity_check(log_size=1000)
+    damaged.close()
+    beyond = OffsetIndex(path, 0)
+    with pytest.raises(CorruptIndexError, match="outside"):
+        beyond.sanity_check(log_size=100)  # position 500 lies past a 100-byte log
+    beyond.close()
+
+
+def test_time_index_lookup_before_and_monotonic_entries(tmp_path: Path) -> None:
+    index = TimeIndex(tmp_path / "00000000000000000050.timeindex", 50)
+    assert index.last_entry == (-1, 50)
+    index.maybe_append(1000, 60)
+    index.maybe_append(1000, 65)  # same timestamp: ignored
+    index.maybe_append(900, 70)  # older: ignored
+    index.maybe_append(2000, 80)
+    assert len(index) == 2
+    assert index.lookup_before(1000) == (-1, 50)
+    assert index.lookup_before(1001) == (1000, 60)
+    assert index.lookup_before(5000) == (2000, 80)
+    assert index.last_entry == (2000, 80)
+    index.close()
+    data = (tmp_path / "00000000000000000050.timeindex").read_bytes()
+    assert data[:12] == (1000).to_bytes(8, "big") + (10).to_bytes(4, "big")
+    reloaded = TimeIndex(tmp_path / "00000000000000000050.timeindex", 50)
+    reloaded.sanity_check(next_offset=81)
+    with pytest.raises(CorruptIndexError):
+        reloaded.sanity_check(next_offset=80)
+    reloaded.truncate_to(80)
+    assert reloaded.last_entry == (1000, 60)
+    reloaded.close()
+
+
+def test_relative_offsets_must_fit_int32(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "0.index", 0)
+    with pytest.raises(ValueError):
+        index.append(1 << 31, 10)
+    index.close()
