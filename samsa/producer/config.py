@@ -1,0 +1,210 @@
+"""The producer's settings: Kafka's names and defaults (4.x), with Java's cross-checks.
+
+``ProducerConfig(config_dict, **kwargs)`` parses and validates (see :mod:`samsa.config` for
+names, string conversion and errors); read values as ``cfg["linger.ms"]`` or
+``cfg.linger_ms``.  After parsing, as Java's ``ProducerConfig`` and ``KafkaProducer`` do:
+
+* ``acks`` becomes an int: ``"all"`` -> -1, ``"1"`` -> 1, ``"0"`` -> 0.
+* Idempotence (on by default) needs ``acks=all``, ``retries > 0`` and at most 5 in-flight
+  requests per connection.  If ``enable.idempotence=true`` was set explicitly, a conflict is a
+  ConfigError; if it was left at its default, idempotence is silently turned off.
+* ``delivery.timeout.ms`` must be >= ``linger.ms + request.timeout.ms``: a ConfigError if it
+  was set explicitly, otherwise it is raised to that sum.
+* ``reconnect.backoff.max.ms`` follows ``reconnect.backoff.ms`` when only the latter is set.
+* ``client.id`` defaults to ``producer-N``.
+* ``transactional.id`` is refused: transactions are not implemented yet.
+* key/value serializers, ``partitioner.class`` and ``interceptor.classes`` accept objects,
+  classes or names (``"str"``, ``"json"``, Java class names, ``"package.module:Name"``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any
+
+from samsa.config import (
+    Config,
+    ConfigDef,
+    ConfigEntry,
+    NonEmptyString,
+    Range,
+    Type,
+    ValidChoice,
+    at_least,
+    between,
+)
+from samsa.errors import ConfigError
+from samsa.producer.partitioner import RoundRobinPartitioner
+from samsa.producer.serializers import SERIALIZER_ALIASES
+
+__all__ = ["COMPRESSION_LEVELS", "PRODUCER_CONFIG", "ProducerConfig"]
+
+log = logging.getLogger(__name__)
+
+_INT_MAX = 2**31 - 1
+MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE = 5
+
+# codec -> (min, max, default) for compression.<codec>.level, as Kafka's CompressionType.
+COMPRESSION_LEVELS: dict[str, tuple[int, int, int]] = {
+    "gzip": (1, 9, -1),  # -1: zlib's default (6)
+    "lz4": (1, 17, 9),
+    "zstd": (-131072, 22, 3),
+}
+
+PARTITIONER_ALIASES: dict[str, Any] = {
+    "round_robin": RoundRobinPartitioner,
+    "roundrobin": RoundRobinPartitioner,
+    "RoundRobinPartitioner": RoundRobinPartitioner,
+    "org.apache.kafka.clients.producer.RoundRobinPartitioner": RoundRobinPartitioner,
+}
+
+_client_ids = itertools.count(1)
+
+
+def _entries() -> list[ConfigEntry]:
+    E = ConfigEntry
+    return [
+        E("bootstrap.servers", Type.LIST, [], None, "host:port pairs used to discover the cluster."),
+        E("client.id", Type.STRING, "", None, "Name sent to brokers with every request (default producer-N)."),
+        E("acks", Type.STRING, "all", ValidChoice(("all", "-1", "0", "1"), case_insensitive=True),
+          "Replicas that must acknowledge a write: all (-1), 1 (leader only) or 0 (no response)."),
+        E("enable.idempotence", Type.BOOLEAN, True, None,
+          "Exactly one copy of each record per partition, in order (needs acks=all, retries>0, in-flight<=5)."),
+        E("linger.ms", Type.LONG, 5, at_least(0), "How long to wait for more records before sending a batch."),
+        E("batch.size", Type.INT, 16384, at_least(0), "Target size in bytes of one partition's batch."),
+        E("buffer.memory", Type.LONG, 33554432, at_least(0), "Bytes of memory for records waiting to be sent."),
+        E("max.block.ms", Type.LONG, 60000, at_least(0),
+          "How long send() may block for metadata or buffer memory."),
+        E("max.request.size", Type.INT, 1048576, at_least(0), "Largest produce request (and record) in bytes."),
+        E("compression.type", Type.STRING, "none",
+          ValidChoice(("none", "gzip", "snappy", "lz4", "zstd"), case_insensitive=True), "Codec for batches."),
+        *(
+            E(f"compression.{codec}.level", Type.INT, default, Range(low, high, (default,) if default < low else ()),
+              f"Compression level for {codec}.")
+            for codec, (low, high, default) in COMPRESSION_LEVELS.items()
+        ),
+        E("retries", Type.INT, _INT_MAX, between(0, _INT_MAX),
+          "How often to resend a failed batch (delivery.timeout.ms bounds the total time)."),
+        E("retry.backoff.ms", Type.LONG, 100, at_least(0), "First wait before retrying a failed request."),
+        E("retry.backoff.max.ms", Type.LONG, 1000, at_least(0), "Upper bound of the exponential retry backoff."),
+        E("delivery.timeout.ms", Type.INT, 120000, at_least(0),
+          "Upper bound on the time to report success or failure after send() returns."),
+        E("request.timeout.ms", Type.INT, 30000, at_least(0), "How long to wait for a response to a request."),
+        E("max.in.flight.requests.per.connection", Type.INT, 5, at_least(1),
+          "Unacknowledged requests per broker connection."),
+        E("metadata.max.age.ms", Type.LONG, 300000, at_least(0), "Refresh metadata at least this often."),
+        E("metadata.max.idle.ms", Type.LONG, 300000, at_least(5000),
+          "Forget metadata of topics not produced to for this long."),
+        E("connections.max.idle.ms", Type.LONG, 540000, None, "Close connections idle for this long."),
+        E("reconnect.backoff.ms", Type.LONG, 50, at_least(0), "First wait before reconnecting to a broker."),
+        E("reconnect.backoff.max.ms", Type.LONG, 1000, at_least(0), "Upper bound of the reconnect backoff."),
+        E("socket.connection.setup.timeout.ms", Type.LONG, 10000, None, "First timeout for establishing a connection."),
+        E("socket.connection.setup.timeout.max.ms", Type.LONG, 30000, None,
+          "Upper bound of the exponential connection setup timeout."),
+        E("send.buffer.bytes", Type.INT, 131072, at_least(-1), "Socket SO_SNDBUF (-1: OS default)."),
+        E("receive.buffer.bytes", Type.INT, 32768, at_least(-1), "Socket SO_RCVBUF (-1: OS default)."),
+        E("partitioner.class", Type.CLASS, None, None,
+          "Custom partitioner (partition(topic, key_bytes, value_bytes, cluster)); default: built-in.",
+          aliases=PARTITIONER_ALIASES),
+        E("partitioner.ignore.keys", Type.BOOLEAN, False, None,
+          "Place keyed records like keyless ones (sticky) instead of by key hash."),
+        E("partitioner.adaptive.partitioning.enable", Type.BOOLEAN, True, None,
+          "Send more keyless records to partitions on faster brokers."),
+        E("partitioner.availability.timeout.ms", Type.LONG, 0, at_least(0),
+          "Skip partitions whose broker could not take data for this long (0: off)."),
+        E("interceptor.classes", Type.LIST, [], None, "Producer interceptors, in order.", item_type=Type.CLASS),
+        E("key.serializer", Type.CLASS, None, None, "Turns keys into bytes (default: bytes as they are).",
+          aliases=SERIALIZER_ALIASES),
+        E("value.serializer", Type.CLASS, None, None, "Turns values into bytes (default: bytes as they are).",
+          aliases=SERIALIZER_ALIASES),
+        E("transactional.id", Type.STRING, None, NonEmptyString(), "Transactions are not implemented yet."),
+        E("transaction.timeout.ms", Type.INT, 60000, None, "Transaction timeout (for future transactions)."),
+        E("security.protocol", Type.STRING, "PLAINTEXT", ValidChoice(("PLAINTEXT",), case_insensitive=True),
+          "Only PLAINTEXT is supported."),
+    ]
+
+
+PRODUCER_CONFIG = ConfigDef("producer", _entries())
+
+
+class ProducerConfig(Config):
+    """Parsed producer settings; see the module docstring for the cross-checks."""
+
+    DEFINITION = PRODUCER_CONFIG
+
+    def _post_process(self) -> None:
+        if self["transactional.id"] is not None:
+            raise ConfigError(
+                "transactional.id",
+                "transactions are not implemented yet in Samsa; remove transactional.id "
+                "(the idempotent producer, on by default, still writes each record exactly once per partition)",
+            )
+        self._set("acks", -1 if self["acks"] == "all" else int(self["acks"]))
+        self._reconnect_backoff()
+        self._idempotence()
+        if not self.is_set("client.id"):
+            self._set("client.id", f"producer-{next(_client_ids)}")
+        self._delivery_timeout()
+        if self["retry.backoff.ms"] > self["retry.backoff.max.ms"]:
+            log.warning(
+                "retry.backoff.ms=%d is greater than retry.backoff.max.ms=%d; a static backoff of %d ms applies",
+                self["retry.backoff.ms"], self["retry.backoff.max.ms"], self["retry.backoff.max.ms"],
+            )
+
+    def _reconnect_backoff(self) -> None:
+        if self.is_set("reconnect.backoff.ms") and not self.is_set("reconnect.backoff.max.ms"):
+            self._set("reconnect.backoff.max.ms", self["reconnect.backoff.ms"])
+
+    def _idempotence(self) -> None:
+        explicit = self.is_set("enable.idempotence")
+        if self["enable.idempotence"]:
+            conflicts = []
+            if self["retries"] == 0:
+                conflicts.append(("retries", "retries must be greater than 0"))
+            if self["acks"] != -1:
+                conflicts.append(("acks", f"acks must be all (-1), not {self['acks']}"))
+            in_flight = self["max.in.flight.requests.per.connection"]
+            if in_flight > MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE:
+                conflicts.append((
+                    "max.in.flight.requests.per.connection",
+                    f"max.in.flight.requests.per.connection must be at most "
+                    f"{MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE}, not {in_flight}",
+                ))
+            if conflicts:
+                if explicit:
+                    setting, problem = conflicts[0]
+                    raise ConfigError(
+                        setting,
+                        f"enable.idempotence=true was set, and the idempotent producer needs: {problem}; "
+                        "change it or set enable.idempotence=false",
+                    )
+                log.info("Idempotence disabled because %s", "; ".join(problem for _, problem in conflicts))
+                self._set("enable.idempotence", False)
+
+    def _delivery_timeout(self) -> None:
+        linger_and_request = min(self["linger.ms"] + self["request.timeout.ms"], _INT_MAX)
+        if self["delivery.timeout.ms"] < linger_and_request:
+            if self.is_set("delivery.timeout.ms"):
+                raise ConfigError(
+                    "delivery.timeout.ms",
+                    f"value {self['delivery.timeout.ms']} must be at least linger.ms + request.timeout.ms "
+                    f"= {self['linger.ms']} + {self['request.timeout.ms']} = {linger_and_request}",
+                )
+            log.warning(
+                "delivery.timeout.ms should be >= linger.ms + request.timeout.ms; setting it to %d",
+                linger_and_request,
+            )
+            self._set("delivery.timeout.ms", linger_and_request)
+
+    @property
+    def effective_batch_size(self) -> int:
+        """batch.size, but at least 1 (batch.size=0 means one record per batch, as Java)."""
+        return max(1, self["batch.size"])
+
+    def compression_level(self) -> int | None:
+        """The level for the configured codec (None for none/snappy)."""
+        codec = self["compression.type"]
+        if codec in COMPRESSION_LEVELS:
+            return int(self[f"compression.{codec}.level"])
+        return None
