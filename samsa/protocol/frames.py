@@ -57,7 +57,9 @@ def encode_request(request: Message, api_version: int, correlation_id: int,
     struct_codec(_request_header_schema, 2 if flexible else 1, flexible)[0](buf, header)
     struct_codec(api.request_schema, api_version, flexible)[0](buf, request)
     chunks = _with_size_prefix(buf)
-    return chunks[0] if len(chunks) == 1 else b"".join(bytes(c) for c in chunks)
+    # External records values (file slices) are not bytes-like: read them, as
+    # encode_response_bytes does.
+    return chunks[0] if len(chunks) == 1 else _join_chunks(chunks)
 
 
 def decode_request_header(payload: Any) -> tuple[Any, int]:
@@ -124,9 +126,12 @@ def encode_response(response: Message, api_version: int, correlation_id: int) ->
     return _with_size_prefix(buf)
 
 
+def _join_chunks(chunks: list[Any]) -> bytes:
+    return b"".join(c if isinstance(c, bytes) else c.read() for c in chunks)
+
+
 def encode_response_bytes(response: Message, api_version: int, correlation_id: int) -> bytes:
-    return b"".join(c if isinstance(c, bytes) else c.read()
-                    for c in encode_response(response, api_version, correlation_id))
+    return _join_chunks(encode_response(response, api_version, correlation_id))
 
 
 def decode_response(api_key: int, api_version: int, payload: Any) -> tuple[int, Any]:
@@ -148,10 +153,10 @@ def encode_body(message: Message, api_version: int) -> bytes:
     """Just the body of a request or response (no header, no size), for tests and tools."""
     api = message.api
     assert api is not None
+    api_for(api.key, api_version)  # as decode_body: an unknown version is an error, not a guess
     buf = ExternalChunks()
     struct_codec(message._schema, api_version, api.is_flexible(api_version))[0](buf, message)
-    return bytes(buf) if not buf.externals else b"".join(
-        c if isinstance(c, bytes) else c.read() for c in buf.chunks())
+    return bytes(buf) if not buf.externals else _join_chunks(buf.chunks())
 
 
 def decode_body(cls: type[Message], api_version: int, payload: Any) -> Any:
