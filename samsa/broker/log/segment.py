@@ -60,6 +60,7 @@ class LogSegment:
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self._handle = FileHandle(fd, str(self.log_path))
         self.size = os.fstat(fd).st_size
+        self._indexes_missing = not (index_path.exists() and time_index_path.exists())
         self.offset_index = OffsetIndex(index_path, base_offset)
         self.time_index = TimeIndex(time_index_path, base_offset)
         self.created_ms = now_ms
@@ -75,8 +76,10 @@ class LogSegment:
     def load(self) -> None:
         """Trust the files (after a clean shutdown): sanity-check the indexes, find the end offset.
 
-        Raises CorruptIndexError if an index is damaged; call ``recover`` then.
+        Raises CorruptIndexError if an index is damaged or missing; call ``recover`` then.
         """
+        if self._indexes_missing and self.size:
+            raise CorruptIndexError(f"index files of {self.log_path} are missing")
         self.offset_index.sanity_check(self.size)
         start = self.offset_index.lookup(self.offset_index.last_offset)[1]
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
