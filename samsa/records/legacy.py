@@ -254,11 +254,12 @@ class LegacyRecordBatch:
         inner = self._inner_messages(decompress(Compression(codec), payload))
         if not inner:
             raise ValueError("compressed wrapper message holds no inner messages")
+        shift = 0
         if w.magic == MAGIC_V1:
-            # Relative inner offsets: the wrapper holds the absolute offset of the last one.
-            shift = w.offset - inner[-1].offset
-        else:
-            shift = 0
+            # Relative inner offsets: the wrapper holds the absolute offset of the last one.  A
+            # negative base means offsets were never assigned (a producer's set, wrapper offset
+            # 0): keep the relative ones, as Java's and kafka-python's readers do.
+            shift = max(w.offset - inner[-1].offset, 0)
         override = w.magic == MAGIC_V1 and w.attributes & TIMESTAMP_TYPE_MASK
         records = []
         for m in inner:

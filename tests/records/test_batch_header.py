@@ -1,0 +1,143 @@
+import struct
+
+import pytest
+from crc32c import crc32c
+
+from samsa.errors import CorruptRecordError
+from samsa.records import (
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    Compression,
+    RecordBatchBuilder,
+    TimestampType,
+    iter_batch_headers,
+    read_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    set_producer_state,
+    validate_batch,
+)
+from samsa.records.batch_header import increment_sequence
+
+
+def make_batch(n: int = 3, **kwargs: object) -> bytes:
+    builder = RecordBatchBuilder(**kwargs)  # type: ignore[arg-type]
+    for i in range(n):
+        builder.append(1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i)
+    return builder.build()
+
+
+def test_constants() -> None:
+    assert RECORD_BATCH_OVERHEAD == 61
+    assert LOG_OVERHEAD == 12
+    assert [c.value for c in Compression] == [0, 1, 2, 3, 4]
+    assert TimestampType.CREATE_TIME == 0 and TimestampType.LOG_APPEND_TIME == 1
+
+
+def test_header_fields_and_properties() -> None:
+    buf = make_batch(
+        3,
+        compression=Compression.GZIP,
+        producer_id=42,
+        producer_epoch=7,
+        base_sequence=2**31 - 2,
+        is_transactional=True,
+        base_offset=100,
+        partition_leader_epoch=5,
+    )
+    h = validate_batch(buf)
+    assert (h.base_offset, h.partition_leader_epoch, h.magic) == (100, 5, 2)
+    assert h.size == len(buf) == h.batch_length + 12
+    assert (h.last_offset_delta, h.records_count, h.last_offset, h.next_offset) == (2, 3, 102, 103)
+    assert (h.base_timestamp, h.max_timestamp) == (1_700_000_000_000, 1_700_000_000_002)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence) == (42, 7, 2**31 - 2)
+    assert h.last_sequence == 0  # wraps past Int32.MAX
+    assert h.compression is Compression.GZIP
+    assert h.timestamp_type is TimestampType.CREATE_TIME
+    assert h.is_transactional and not h.is_control
+    assert h.attributes == 0x11
+
+
+def test_increment_sequence_wraps() -> None:
+    assert increment_sequence(5, 3) == 8
+    assert increment_sequence(2**31 - 1, 1) == 0
+    assert increment_sequence(2**31 - 3, 5) == 2
+
+
+def test_read_header_rejects_short_buffer_and_bad_magic() -> None:
+    buf = bytearray(make_batch())
+    with pytest.raises(CorruptRecordError, match="only 60 bytes"):
+        read_batch_header(bytes(buf[:60]))
+    buf[16] = 1
+    with pytest.raises(CorruptRecordError, match="offset 0 .*magic 1"):
+        read_batch_header(buf)
+
+
+def test_validate_batch_reasons() -> None:
+    buf = bytearray(make_batch(base_offset=77))
+    with pytest.raises(CorruptRecordError, match="offset 77.*truncated"):
+        validate_batch(bytes(buf[:-1]))
+    with pytest.raises(CorruptRecordError, match="exceeds the limit"):
+        validate_batch(buf, max_size=len(buf) - 1)
+    short = bytearray(buf)
+    struct.pack_into(">i", short, 8, 10)
+    with pytest.raises(CorruptRecordError, match="smaller than the minimum"):
+        validate_batch(short)
+    buf[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError, match="offset 77.*CRC-32C mismatch"):
+        validate_batch(buf)
+
+
+def test_crc_covers_attributes_to_end_only() -> None:
+    buf = bytearray(make_batch())
+    assert struct.unpack_from(">I", buf, 17)[0] == crc32c(bytes(buf[21:]))
+    set_base_offset(buf, 0, 12345)
+    set_partition_leader_epoch(buf, 0, 99)
+    h = validate_batch(buf)  # neither field is CRC-covered
+    assert (h.base_offset, h.partition_leader_epoch) == (12345, 99)
+
+
+def test_set_log_append_time() -> None:
+    buf = bytearray(make_batch())
+    set_log_append_time(buf, 0, 1_800_000_000_000)
+    h = validate_batch(buf)
+    assert h.timestamp_type is TimestampType.LOG_APPEND_TIME
+    assert h.max_timestamp == 1_800_000_000_000
+    assert h.base_timestamp == 1_700_000_000_000
+
+
+def test_set_producer_state_recomputes_crc() -> None:
+    buf = bytearray(make_batch())
+    set_producer_state(buf, 0, 9, 3, 17, is_transactional=True)
+    h = validate_batch(buf)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence, h.is_transactional) == (9, 3, 17, True)
+    set_producer_state(buf, 0, 9, 4, 0, is_transactional=False)
+    h = validate_batch(buf)
+    assert (h.producer_epoch, h.base_sequence, h.is_transactional) == (4, 0, False)
+
+
+def test_rewrites_at_a_position_inside_a_larger_buffer() -> None:
+    first, second = make_batch(2), make_batch(4)
+    buf = bytearray(first + second)
+    set_base_offset(buf, len(first), 2)
+    set_log_append_time(buf, len(first), 5)
+    assert [h.base_offset for _, h in iter_batch_headers(buf)] == [0, 2]
+    validate_batch(buf, len(first))
+    validate_batch(buf, 0)
+
+
+def test_iter_batch_headers_stops_at_partial_tail() -> None:
+    a, b = make_batch(2), make_batch(5)
+    buf = a + b
+    for cut in range(len(buf) + 1):
+        got = [pos for pos, _ in iter_batch_headers(buf[:cut])]
+        expected = [p for p, size in ((0, len(a)), (len(a), len(b))) if p + size <= cut]
+        assert got == expected
+
+
+def test_iter_batch_headers_rejects_impossible_length() -> None:
+    buf = bytearray(make_batch())
+    struct.pack_into(">i", buf, 8, 3)
+    with pytest.raises(CorruptRecordError, match="smaller than the minimum"):
+        list(iter_batch_headers(buf))
