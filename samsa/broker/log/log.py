@@ -501,6 +501,8 @@ class Log:
     def _position_of(self, offset: int) -> tuple[int, int]:
         """(segment index, file position) where the batch starting at ``offset`` begins (or
         would begin: the log end)."""
+        if offset >= self._log_end_offset:
+            return len(self.segments) - 1, self.segments[-1].size
         i = bisect.bisect_right(self._bases(), offset) - 1
         for j in range(max(i, 0), len(self.segments)):
             segment = self.segments[j]

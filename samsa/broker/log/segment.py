@@ -167,8 +167,12 @@ class LogSegment:
         """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
         with memoryview(data) as view:
             written = 0
-            while written < len(view):
-                written += os.pwrite(self._handle.fd, view[written:], self.size + written)
+            try:
+                while written < len(view):
+                    written += os.pwrite(self._handle.fd, view[written:], self.size + written)
+            except OSError:
+                os.ftruncate(self._handle.fd, self.size)  # leave no partial batch behind
+                raise
         position = self.size
         for header in headers:
             self._index_batch(position, header)

@@ -335,3 +335,45 @@ def test_read_committed_stops_at_open_transaction_and_lists_aborted(tmp_path: Pa
     batches = list(MemoryRecords(fetched.records.read()).batches())
     assert batches[-1].is_control and batches[-1].control_marker().is_abort
     log.close()
+
+
+def test_concurrent_appends_and_reads(tmp_path: Path) -> None:
+    import threading
+
+    log = open_log(tmp_path, segment_bytes=2000)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for _ in range(40):
+                log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            while not done.is_set():
+                offset = 0
+                while offset < log.high_watermark:
+                    raw = log.read(offset, 500).records
+                    data = raw.read() if isinstance(raw, FileSlice) else raw
+                    batches = list(MemoryRecords(data).batches())  # CRC-checked
+                    assert batches, offset
+                    offset = batches[-1].next_offset
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    writers = [threading.Thread(target=writer) for _ in range(4)]
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in writers + readers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    for t in readers:
+        t.join()
+    assert not errors
+    assert log.log_end_offset == 320
+    assert [o for o, _ in read_all(log)] == list(range(320))
+    log.close()
