@@ -1,0 +1,160 @@
+"""The idempotent producer's state (samsa/producer/transaction_manager.py), without a network."""
+
+from __future__ import annotations
+
+from samsa.errors import (
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
+    RequestTimedOutError,
+    UnknownProducerIdError,
+)
+from samsa.producer.batch import ProducerBatch, TopicPartition
+from samsa.producer.transaction_manager import TransactionManager, increment_sequence
+from samsa.records import RecordBatch
+from samsa.records.builder import RecordBatchBuilder
+
+TP = TopicPartition("t", 0)
+
+
+def batch(records: int, tp: TopicPartition = TP) -> ProducerBatch:
+    b = ProducerBatch(tp, RecordBatchBuilder(batch_size_limit=1 << 20), 0)
+    for i in range(records):
+        assert b.try_append(1000 + i, None, b"v%d" % i, None, None, 0) is not None
+    return b
+
+
+def drain(tm: TransactionManager, b: ProducerBatch) -> None:
+    """What RecordAccumulator.drain does for a batch without a sequence."""
+    tp = b.topic_partition
+    tm.maybe_update_producer_id_and_epoch(tp)
+    pid = tm.producer_id_and_epoch()
+    b.set_producer_state(pid.producer_id, pid.epoch, tm.sequence_number(tp))
+    tm.increment_sequence_number(tp, b.record_count)
+    tm.add_in_flight_batch(b)
+    b.close()
+
+
+def header(b: ProducerBatch) -> tuple[int, int, int]:
+    parsed = RecordBatch(b.records())
+    return parsed.producer_id, parsed.producer_epoch, parsed.base_sequence
+
+
+def test_needs_producer_id_first_and_request_asks_for_new_id() -> None:
+    tm = TransactionManager()
+    assert tm.needs_init_producer_id()
+    request = tm.init_producer_id_request(4)
+    assert request.transactional_id is None
+    assert (request.producer_id, request.producer_epoch) == (-1, -1)
+    tm.handle_init_producer_id(1000, 0)
+    assert not tm.needs_init_producer_id()
+    assert tm.producer_id_and_epoch() == (1000, 0)
+
+
+def test_sequences_per_partition_start_at_zero_and_follow_record_counts() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a, b, c = batch(3), batch(5), batch(2, TopicPartition("t", 1))
+    for x in (a, b, c):
+        drain(tm, x)
+    assert header(a) == (7, 0, 0)
+    assert header(b) == (7, 0, 3)
+    assert header(c) == (7, 0, 0)
+    assert tm.first_in_flight_sequence(TP) == 0
+    tm.handle_completed_batch(a)
+    assert tm.first_in_flight_sequence(TP) == 3
+    assert tm.last_acked_sequence(TP) == 2
+
+
+def test_sequence_wraps_at_int32_max() -> None:
+    assert increment_sequence(2**31 - 1, 1) == 0
+    assert increment_sequence(2**31 - 2, 3) == 1
+    assert increment_sequence(5, 3) == 8
+
+
+def test_out_of_order_sequence_bumps_epoch_with_kip360_and_restamps_retries() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a, b = batch(3), batch(4)
+    drain(tm, a)
+    drain(tm, b)
+    tm.handle_completed_batch(a)
+    # b fails with OUT_OF_ORDER_SEQUENCE_NUMBER: retriable after an epoch bump.
+    assert tm.can_retry(b, OutOfOrderSequenceNumberError())
+    assert tm.needs_init_producer_id() and tm.epoch_bump_required
+    assert not tm.is_send_to_partition_allowed(TP)
+    request = tm.init_producer_id_request(3)
+    assert (request.producer_id, request.producer_epoch) == (7, 0)  # KIP-360 bump
+    tm.handle_init_producer_id(7, 1)
+    # The retried batch (still tracked) restarts at sequence 0 under the new epoch.
+    assert header(b) == (7, 1, 0)
+    assert tm.sequence_number(TP) == 4
+    assert tm.epoch_bumps == 1
+    later = batch(2)
+    drain(tm, later)
+    assert header(later) == (7, 1, 4)
+
+
+def test_old_brokers_get_a_new_producer_id_instead_of_a_bump() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    tm.request_epoch_bump(TP, "test")
+    request = tm.init_producer_id_request(2)
+    assert (request.producer_id, request.producer_epoch) == (-1, -1)
+
+
+def test_unknown_producer_id_is_retried_with_a_bump() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(1)
+    drain(tm, a)
+    assert tm.can_retry(a, UnknownProducerIdError())
+    assert tm.epoch_bump_required
+
+
+def test_other_errors_are_not_idempotence_retries() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(1)
+    drain(tm, a)
+    assert not tm.can_retry(a, NotLeaderOrFollowerError())
+    assert not tm.epoch_bump_required
+
+
+def test_batch_sent_under_an_older_epoch_is_always_retriable() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(1)
+    drain(tm, a)
+    tm.remove_in_flight_batch(a)  # e.g. expired meanwhile
+    tm.handle_init_producer_id(7, 1)
+    assert tm.can_retry(a, NotLeaderOrFollowerError())
+
+
+def test_failed_batch_that_surely_was_not_written_gives_its_sequences_back() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(3)
+    drain(tm, a)
+    tm.handle_failed_batch(a, NotLeaderOrFollowerError(), maybe_written=False)
+    assert tm.sequence_number(TP) == 0
+    assert not tm.epoch_bump_required
+
+
+def test_failed_batch_that_may_have_been_written_bumps_the_epoch() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(3)
+    drain(tm, a)
+    tm.handle_failed_batch(a, RequestTimedOutError(), maybe_written=True)
+    assert tm.epoch_bump_required
+    assert not tm.has_inflight_batches(TP)
+
+
+def test_failed_batch_with_later_sequences_outstanding_bumps_the_epoch() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a, b = batch(3), batch(3)
+    drain(tm, a)
+    drain(tm, b)
+    tm.handle_failed_batch(a, NotLeaderOrFollowerError(), maybe_written=False)
+    assert tm.epoch_bump_required
