@@ -56,15 +56,26 @@ append returns.  Single node: the high watermark is the log end offset after eac
 from samsa.broker.log.config import BROKER_DEFAULTS, LogConfig
 from samsa.broker.log.file_slice import FileSlice
 from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
-from samsa.broker.log.log import AppendResult, FetchData, IsolationLevel, Log, TimestampAndOffset
-from samsa.broker.log.manager import LogManager, TopicInfo, topic_id_from_str, topic_id_to_str
+from samsa.broker.log.log import (
+    AppendResult,
+    FetchData,
+    IsolationLevel,
+    Log,
+    TimestampAndOffset,
+)
+from samsa.broker.log.manager import (
+    LogManager,
+    TopicInfo,
+    topic_id_from_str,
+    topic_id_to_str,
+)
 from samsa.broker.log.producer_state import AbortedTxn, ProducerStateManager
 from samsa.broker.log.segment import LogSegment
 
 __all__ = [
+    "BROKER_DEFAULTS",
     "AbortedTxn",
     "AppendResult",
-    "BROKER_DEFAULTS",
     "CorruptIndexError",
     "FetchData",
     "FileSlice",

@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from samsa.errors import KafkaStorageError
 from samsa.broker.log.files import atomic_write
+from samsa.errors import KafkaStorageError
 
 __all__ = [
-    "RECOVERY_POINT_CHECKPOINT",
-    "LOG_START_OFFSET_CHECKPOINT",
     "LEADER_EPOCH_CHECKPOINT",
-    "read_offset_checkpoint",
-    "write_offset_checkpoint",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_CHECKPOINT",
     "read_epoch_checkpoint",
+    "read_offset_checkpoint",
     "write_epoch_checkpoint",
+    "write_offset_checkpoint",
 ]
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"

@@ -15,8 +15,8 @@ from samsa.errors import ConfigError, InvalidConfigError
 
 __all__ = [
     "BROKER_DEFAULTS",
-    "TOPIC_TO_BROKER",
     "LONG_MAX",
+    "TOPIC_TO_BROKER",
     "LogConfig",
     "resolve_broker_config",
     "validate_topic_configs",

@@ -6,19 +6,19 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "LOG_SUFFIX",
-    "INDEX_SUFFIX",
-    "TIME_INDEX_SUFFIX",
-    "SNAPSHOT_SUFFIX",
-    "TXN_INDEX_SUFFIX",
     "DELETED_SUFFIX",
-    "filename_prefix",
-    "offset_from_filename",
-    "segment_paths",
-    "partition_dir_name",
-    "parse_partition_dir_name",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
     "atomic_write",
+    "filename_prefix",
     "fsync_dir",
+    "offset_from_filename",
+    "parse_partition_dir_name",
+    "partition_dir_name",
+    "segment_paths",
 ]
 
 LOG_SUFFIX = ".log"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from samsa.errors import KafkaStorageError
 
-__all__ = ["CorruptIndexError", "OffsetIndex", "TimeIndex", "OffsetPosition", "TimestampOffset"]
+__all__ = ["CorruptIndexError", "OffsetIndex", "OffsetPosition", "TimeIndex", "TimestampOffset"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, physical position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset

@@ -14,6 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from samsa.broker.log.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    read_epoch_checkpoint,
+    write_epoch_checkpoint,
+)
+from samsa.broker.log.config import LONG_MAX, LogConfig
+from samsa.broker.log.file_slice import FileSlice
+from samsa.broker.log.files import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    offset_from_filename,
+)
+from samsa.broker.log.producer_state import (
+    AbortedTxn,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
+from samsa.broker.log.segment import LogSegment
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -40,23 +59,8 @@ from samsa.records import (
     set_partition_leader_epoch,
     validate_batch,
 )
-from samsa.broker.log.checkpoint import (
-    LEADER_EPOCH_CHECKPOINT,
-    read_epoch_checkpoint,
-    write_epoch_checkpoint,
-)
-from samsa.broker.log.config import LONG_MAX, LogConfig
-from samsa.broker.log.file_slice import FileSlice
-from samsa.broker.log.files import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    offset_from_filename,
-)
-from samsa.broker.log.producer_state import AbortedTxn, ProducerStateEntry, ProducerStateManager
-from samsa.broker.log.segment import LogSegment
 
-__all__ = ["Log", "AppendResult", "FetchData", "IsolationLevel", "TimestampAndOffset"]
+__all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
 _BATCH_LENGTH = slice(8, 12)
 _SNAPSHOTS_TO_KEEP = 2
@@ -157,9 +161,10 @@ class Log:
             name = path.name
             if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
                 path.unlink(missing_ok=True)
-            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
-                if not path.with_name(name.rsplit(".", 1)[0] + LOG_SUFFIX).exists():
-                    path.unlink(missing_ok=True)  # index left behind by an interrupted delete
+            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and not path.with_name(
+                name.rsplit(".", 1)[0] + LOG_SUFFIX
+            ).exists():
+                path.unlink(missing_ok=True)  # index left behind by an interrupted delete
         bases = sorted(
             offset_from_filename(p.name)
             for p in self.dir.glob("*" + LOG_SUFFIX)

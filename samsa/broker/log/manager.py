@@ -28,15 +28,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from samsa.errors import (
-    InvalidPartitionsError,
-    InvalidTopicError,
-    KafkaStorageError,
-    TopicAlreadyExistsError,
-    UnknownTopicOrPartitionError,
-)
 from samsa.broker.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -49,10 +42,22 @@ from samsa.broker.log.config import (
     resolve_broker_config,
     validate_topic_configs,
 )
-from samsa.broker.log.files import atomic_write, fsync_dir, parse_partition_dir_name, partition_dir_name
+from samsa.broker.log.files import (
+    atomic_write,
+    fsync_dir,
+    parse_partition_dir_name,
+    partition_dir_name,
+)
 from samsa.broker.log.log import Log
+from samsa.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    KafkaStorageError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 
-__all__ = ["LogManager", "TopicInfo", "topic_id_to_str", "topic_id_from_str"]
+__all__ = ["LogManager", "TopicInfo", "topic_id_from_str", "topic_id_to_str"]
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -416,7 +421,7 @@ class LogManager:
             self._closed = True
             os.close(self._lock_fd)
 
-    def __enter__(self) -> LogManager:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,6 @@ aborted transaction is ``int64 producer id · int64 first offset · int64 last o
 
 from __future__ import annotations
 
-import os
 import struct
 from collections import deque
 from collections.abc import Iterable
@@ -29,15 +28,24 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from samsa.errors import InvalidProducerEpochError, KafkaStorageError, OutOfOrderSequenceNumberError
+from samsa.broker.log.files import (
+    SNAPSHOT_SUFFIX,
+    atomic_write,
+    filename_prefix,
+    offset_from_filename,
+)
+from samsa.errors import (
+    InvalidProducerEpochError,
+    KafkaStorageError,
+    OutOfOrderSequenceNumberError,
+)
 from samsa.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
-from samsa.broker.log.files import SNAPSHOT_SUFFIX, atomic_write, filename_prefix, offset_from_filename
 
 __all__ = [
     "BATCHES_TO_RETAIN",
+    "AbortedTxn",
     "BatchMetadata",
     "ProducerStateEntry",
-    "AbortedTxn",
     "ProducerStateManager",
 ]
 

@@ -12,6 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from samsa.broker.log.file_slice import FileHandle, FileSlice
+from samsa.broker.log.files import segment_paths
+from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from samsa.errors import CorruptRecordError
 from samsa.records import (
     LOG_OVERHEAD,
@@ -21,11 +24,8 @@ from samsa.records import (
     read_batch_header,
     validate_batch,
 )
-from samsa.broker.log.file_slice import FileHandle, FileSlice
-from samsa.broker.log.files import segment_paths
-from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 
-__all__ = ["LogSegment", "BatchPosition"]
+__all__ = ["BatchPosition", "LogSegment"]
 
 _INT32_MAX = 0x7FFFFFFF
 _SCAN_CHUNK = 64 * 1024

@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.broker.log.config import LONG_MAX, LogConfig, resolve_broker_config, validate_topic_configs
+from samsa.broker.log.config import (
+    LONG_MAX,
+    LogConfig,
+    resolve_broker_config,
+    validate_topic_configs,
+)
 from samsa.errors import ConfigError, InvalidConfigError
 
 

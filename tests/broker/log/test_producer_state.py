@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from samsa.broker.log import Log, LogConfig, LogManager
-from samsa.broker.log.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+from samsa.broker.log.producer_state import (
+    BatchMetadata,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
 from samsa.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 
 from .conftest import BASE_TS, build_batch

@@ -118,7 +118,7 @@ def test_recover_stops_at_crc_mismatch(tmp_path: Path) -> None:
 
 def test_should_roll_by_size_and_time(tmp_path: Path) -> None:
     segment = LogSegment(tmp_path, 0, now_ms=0)
-    common = dict(incoming_last_offset=10, now_ms=0, segment_ms=1000)
+    common = {"incoming_last_offset": 10, "now_ms": 0, "segment_ms": 1000}
     assert not segment.should_roll(incoming_bytes=10**9, incoming_max_timestamp=BASE_TS, segment_bytes=100, **common)
     _fill(segment, 1)  # first batch max timestamp BASE_TS + 1
     size = segment.size
