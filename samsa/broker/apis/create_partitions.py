@@ -1,0 +1,69 @@
+"""CreatePartitions (key 37), versions 0-3: grow a topic (never shrink it)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.error_codes import code_for, message_for
+from samsa.broker.apis.services import BrokerServices
+from samsa.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from samsa.protocol import CreatePartitionsResponse
+
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def _grow(services: BrokerServices, topic: object, validate_only: bool) -> None:
+    name = topic.name  # type: ignore[attr-defined]
+    count = topic.count  # type: ignore[attr-defined]
+    info = services.topic(name)
+    if info is None:
+        raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+    if count < info.partitions:
+        raise InvalidPartitionsError(f"Topic currently has {info.partitions} partitions, which is "
+                                     f"higher than the requested {count}.")
+    if count == info.partitions:
+        raise InvalidPartitionsError(f"Topic already has {info.partitions} partitions.")
+    assignments = topic.assignments  # type: ignore[attr-defined]
+    if assignments is not None:
+        added = count - info.partitions
+        if len(assignments) != added:
+            raise InvalidReplicaAssignmentError(
+                f"{len(assignments)} assignment(s) given for {added} new partition(s)")
+        node = services.node.node_id
+        for a in assignments:
+            if list(a.broker_ids) != [node]:
+                raise InvalidReplicaAssignmentError(
+                    f"new partitions can only be assigned to broker {node}, not "
+                    f"{list(a.broker_ids)}")
+    services.logs.add_partitions(name, count, validate_only=validate_only)
+
+
+def handle_create_partitions(services: BrokerServices,
+                             ctx: RequestContext) -> CreatePartitionsResponse:
+    req = ctx.body
+    counts = Counter(t.name for t in req.topics)
+    results: list[Result] = []
+    answered: set[str] = set()
+    for topic in req.topics:
+        name = topic.name
+        if counts[name] > 1:
+            if name not in answered:
+                answered.add(name)
+                results.append(Result(name=name, error_code=InvalidRequestError.code,
+                                      error_message="Duplicate topic in request."))
+            continue
+        try:
+            _grow(services, topic, bool(req.validate_only))
+        except KafkaError as exc:
+            results.append(Result(name=name, error_code=code_for(exc, f"CreatePartitions {name}"),
+                                  error_message=message_for(exc)))
+            continue
+        results.append(Result(name=name, error_code=0, error_message=None))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,112 @@
+"""CreateTopics (key 19), versions 2-7."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.describe_configs import topic_config_entries
+from samsa.broker.apis.error_codes import code_for, message_for
+from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.topic_configs import validate_topic_config_values
+from samsa.broker.apis.topic_names import topic_name_problem
+from samsa.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
+from samsa.protocol import CreateTopicsResponse
+from samsa.protocol.schema import ZERO_UUID
+
+TopicResult = CreateTopicsResponse.CreatableTopicResult
+ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
+
+
+def _plan(services: BrokerServices, topic: object) -> tuple[int, dict[str, str]]:
+    """(partition count, config overrides) for one requested topic, or raise its error."""
+    name = topic.name  # type: ignore[attr-defined]
+    problem = topic_name_problem(name)
+    if problem is not None:
+        raise InvalidTopicError(problem)
+    if services.topic(name) is not None:
+        raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+    node = services.node.node_id
+    assignments = topic.assignments  # type: ignore[attr-defined]
+    num_partitions = topic.num_partitions  # type: ignore[attr-defined]
+    replication = topic.replication_factor  # type: ignore[attr-defined]
+    if assignments:
+        if num_partitions != -1 or replication != -1:
+            raise InvalidRequestError("Both numPartitions or replicationFactor and "
+                                      "replicasAssignments were set; use one or the other")
+        indexes = sorted(a.partition_index for a in assignments)
+        if indexes != list(range(len(assignments))):
+            raise InvalidReplicaAssignmentError(
+                f"partitions in the assignment must be 0..{len(assignments) - 1}, got {indexes}")
+        for a in assignments:
+            if list(a.broker_ids) != [node]:
+                raise InvalidReplicaAssignmentError(
+                    f"partition {a.partition_index} is assigned to brokers {list(a.broker_ids)}"
+                    f"; this cluster has the one broker {node}")
+        count = len(assignments)
+    else:
+        count = services.default_partitions if num_partitions == -1 else num_partitions
+        if count <= 0:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        if replication == -1:
+            replication = int(services.config["default.replication.factor"])
+        if replication <= 0:
+            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        if replication != 1:
+            raise InvalidReplicationFactorError(
+                f"Replication factor: {replication} larger than available brokers: 1.")
+    names = Counter(c.name for c in topic.configs)  # type: ignore[attr-defined]
+    repeated = sorted(n for n, k in names.items() if k > 1)
+    if repeated:
+        raise InvalidRequestError(f"config(s) {', '.join(repeated)} given more than once")
+    configs = validate_topic_config_values(
+        {c.name: c.value for c in topic.configs})  # type: ignore[attr-defined]
+    return count, configs
+
+
+def handle_create_topics(services: BrokerServices, ctx: RequestContext) -> CreateTopicsResponse:
+    version = ctx.header.request_api_version
+    req = ctx.body
+    counts = Counter(t.name for t in req.topics)
+    repeated = {name for name, k in counts.items() if k > 1}
+    answered: set[str] = set()
+    results = []
+    for topic in req.topics:
+        name = topic.name
+        if name in repeated:
+            if name in answered:
+                continue  # one result per repeated name
+            answered.add(name)
+            results.append(TopicResult(
+                name=name, topic_id=ZERO_UUID, error_code=InvalidRequestError.code,
+                error_message="Create topics request contains multiple entries for topic "
+                              f"{name}", configs=None))
+            continue
+        try:
+            count, configs = _plan(services, topic)
+            info = services.logs.create_topic(name, count, configs,
+                                              validate_only=bool(req.validate_only))
+        except KafkaError as exc:
+            results.append(TopicResult(name=name, topic_id=ZERO_UUID,
+                                       error_code=code_for(exc, f"CreateTopics {name}"),
+                                       error_message=message_for(exc), configs=None))
+            continue
+        result = TopicResult(name=name, topic_id=info.topic_id, error_code=0,
+                             error_message=None, num_partitions=info.partitions,
+                             replication_factor=1, configs=None)
+        if version >= 5:
+            result.configs = [
+                ConfigResult(name=e.name, value=e.value, read_only=e.read_only,
+                             config_source=int(e.source), is_sensitive=e.sensitive)
+                for e in topic_config_entries(services, configs)
+            ]
+        results.append(result)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)

@@ -1,0 +1,205 @@
+"""Fetch (key 1), versions 4-12: read each partition's log, long-polling for ``min_bytes``.
+
+* ``max_bytes`` bounds the whole response and ``partition_max_bytes`` each partition, except that
+  the first non-empty partition always returns its first batch whole (KIP-74), so a batch larger
+  than the limits cannot stall a consumer.
+* Every requested partition appears in the response, errors included: a session-less (full)
+  response that omits a partition is thrown away by the Java consumer.
+* Incremental fetch sessions (KIP-227) are not implemented; answering ``session_id = 0`` keeps
+  every client on full requests, which the protocol allows.
+* When fewer than ``min_bytes`` are available the request is parked in the fetch purgatory
+  (no thread waits): appends to its partitions retry it, and it is answered with whatever is
+  there when ``max_wait_ms`` passes.
+* Records go out as the log's FileSlice: the codec splices it into the response for sendfile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.error_codes import code_for
+from samsa.broker.apis.services import BrokerServices
+from samsa.broker.log import IsolationLevel
+from samsa.broker.purgatory import DelayedOperation
+from samsa.errors import (
+    FencedLeaderEpochError,
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    KafkaError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from samsa.protocol import FetchResponse
+
+log = logging.getLogger(__name__)
+
+TopicResponse = FetchResponse.FetchableTopicResponse
+PartitionData = FetchResponse.PartitionData
+AbortedTransaction = FetchResponse.AbortedTransaction
+
+
+@dataclass(slots=True)
+class PartitionFetch:
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+
+
+@dataclass(slots=True)
+class FetchResult:
+    responses: list[TopicResponse]
+    size: int
+    has_error: bool
+
+
+def leader_epoch_error(log_epoch: int, requested: int) -> int:
+    """FENCED_LEADER_EPOCH if the client's epoch is older than ours, UNKNOWN_LEADER_EPOCH if
+    newer, 0 if it matches or was not given (-1)."""
+    if requested < 0 or requested == log_epoch:
+        return 0
+    return FencedLeaderEpochError.code if requested < log_epoch else UnknownLeaderEpochError.code
+
+
+def _error_partition(partition: int, code: int) -> PartitionData:
+    return PartitionData(partition_index=partition, error_code=code, high_watermark=-1,
+                         last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                         preferred_read_replica=-1, records=b"")
+
+
+class FetchPlan:
+    """One fetch request, ready to be (re)read against the logs."""
+
+    def __init__(self, services: BrokerServices, version: int, req: object) -> None:
+        self.services = services
+        self.version = version
+        self.max_wait_ms: int = req.max_wait_ms  # type: ignore[attr-defined]
+        self.min_bytes: int = req.min_bytes  # type: ignore[attr-defined]
+        self.max_bytes: int = req.max_bytes  # type: ignore[attr-defined]
+        self.isolation = (IsolationLevel.READ_COMMITTED
+                          if req.isolation_level == 1  # type: ignore[attr-defined]
+                          else IsolationLevel.READ_UNCOMMITTED)
+        # Topics in request order; a topic listed twice stays twice, as Kafka answers.
+        self.topics: list[tuple[str, list[PartitionFetch]]] = [
+            (t.topic, [PartitionFetch(t.topic, p.partition, p.fetch_offset,
+                                      p.partition_max_bytes, p.current_leader_epoch)
+                       for p in t.partitions])
+            for t in req.topics  # type: ignore[attr-defined]
+        ]
+
+    def keys(self) -> list[tuple[str, int]]:
+        return [(p.topic, p.partition) for _, parts in self.topics for p in parts]
+
+    def read(self) -> FetchResult:
+        remaining = max(self.max_bytes, 0)
+        min_one = True
+        total = 0
+        has_error = False
+        responses: list[TopicResponse] = []
+        for topic, parts in self.topics:
+            out: list[PartitionData] = []
+            for p in parts:
+                data = self._read_partition(p, remaining, min_one)
+                if data.error_code:
+                    has_error = True
+                size = len(data.records) if data.records is not None else 0
+                if size:
+                    min_one = False
+                    remaining = max(0, remaining - size)
+                    total += size
+                out.append(data)
+            responses.append(TopicResponse(topic=topic, partitions=out))
+        return FetchResult(responses, total, has_error)
+
+    def _read_partition(self, p: PartitionFetch, remaining: int, min_one: bool) -> PartitionData:
+        services = self.services
+        plog = services.get_log(p.topic, p.partition)
+        if plog is None:
+            return _error_partition(p.partition, UnknownTopicOrPartitionError.code)
+        epoch_error = leader_epoch_error(services.leader_epoch(plog), p.current_leader_epoch)
+        if epoch_error:
+            return _error_partition(p.partition, epoch_error)
+        limit = max(0, min(p.max_bytes, remaining))
+        try:
+            data = plog.read(p.fetch_offset, limit, min_one_message=min_one,
+                             isolation=self.isolation)
+        except KafkaError as exc:
+            return _error_partition(p.partition,
+                                    code_for(exc, f"fetch from {p.topic}-{p.partition}"))
+        aborted = None
+        if self.isolation == IsolationLevel.READ_COMMITTED:
+            aborted = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                       for a in (data.aborted_transactions or ())]
+        return PartitionData(partition_index=p.partition, error_code=0,
+                             high_watermark=data.high_watermark,
+                             last_stable_offset=data.last_stable_offset,
+                             log_start_offset=data.log_start_offset,
+                             aborted_transactions=aborted, preferred_read_replica=-1,
+                             records=data.records)
+
+    def response(self, result: FetchResult) -> FetchResponse:
+        return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0,
+                             responses=result.responses)
+
+    def satisfied_by(self, result: FetchResult) -> bool:
+        return result.has_error or result.size >= self.min_bytes
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting in the purgatory for ``min_bytes`` or its ``max_wait_ms``."""
+
+    def __init__(self, plan: FetchPlan, ctx: RequestContext) -> None:
+        # The wait counts from when the request arrived, not from when a handler picked it up.
+        received = getattr(ctx, "received_ms", None)
+        waited = time.monotonic() * 1000 - received if received is not None else 0
+        super().__init__(plan.max_wait_ms - max(waited, 0))
+        self.plan = plan
+        self.ctx = ctx
+        self._result: FetchResult | None = None
+
+    def try_complete(self) -> bool:
+        result = self.plan.read()
+        if self.plan.satisfied_by(result):
+            self._result = result
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        try:
+            result = self._result if self._result is not None else self.plan.read()
+            self.ctx.respond(self.plan.response(result))
+        except Exception:
+            log.exception("completing a delayed fetch failed; closing the connection")
+            if not getattr(self.ctx, "completed", False):
+                self.ctx.close_connection("completing a delayed fetch failed")
+
+
+def _session_error(version: int, req: object) -> int:
+    if version < 7:
+        return 0
+    session_id = req.session_id  # type: ignore[attr-defined]
+    epoch = req.session_epoch  # type: ignore[attr-defined]
+    if session_id != 0:
+        return FetchSessionIdNotFoundError.code  # we never hand out session ids
+    if epoch not in (0, -1):
+        return InvalidFetchSessionEpochError.code
+    return 0
+
+
+def handle_fetch(services: BrokerServices, ctx: RequestContext) -> FetchResponse | None:
+    version = ctx.header.request_api_version
+    req = ctx.body
+    session_error = _session_error(version, req)
+    if session_error:
+        return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0,
+                             responses=[])
+    plan = FetchPlan(services, version, req)
+    result = plan.read()
+    if plan.max_wait_ms <= 0 or not plan.topics or plan.satisfied_by(result):
+        return plan.response(result)
+    services.fetch_purgatory.try_complete_else_watch(DelayedFetch(plan, ctx), plan.keys())
+    return None

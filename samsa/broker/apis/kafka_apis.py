@@ -1,0 +1,104 @@
+"""KafkaApis: dispatch each decoded request to its handler, by API key.
+
+Called on request-handler threads (several at once) by the network layer.  A handler returns
+the response message, or None when it answered itself (acks=0 produce, a parked fetch).
+Versions outside the served range close the connection, as Kafka does (no response layout
+exists for them) -- except ApiVersions, which answers UNSUPPORTED_VERSION in the v0 layout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from samsa.broker.apis.api_versions import handle_api_versions, unsupported_version_response
+from samsa.broker.apis.cluster import handle_describe_cluster, handle_find_coordinator
+from samsa.broker.apis.context import BrokerNode, RequestContext
+from samsa.broker.apis.create_partitions import handle_create_partitions
+from samsa.broker.apis.create_topics import handle_create_topics
+from samsa.broker.apis.delete_records import handle_delete_records
+from samsa.broker.apis.delete_topics import handle_delete_topics
+from samsa.broker.apis.describe_configs import handle_describe_configs
+from samsa.broker.apis.fetch import handle_fetch
+from samsa.broker.apis.init_producer_id import handle_init_producer_id
+from samsa.broker.apis.list_offsets import handle_list_offsets
+from samsa.broker.apis.metadata import handle_metadata
+from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
+from samsa.broker.apis.produce import handle_produce
+from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.versions import API_VERSIONS_KEY, SERVED
+from samsa.broker.log import LogManager
+from samsa.broker.meta_properties import load_or_create_meta_properties
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BrokerServices, RequestContext], Any]
+
+HANDLERS: Mapping[int, Handler] = {
+    0: handle_produce,
+    1: handle_fetch,
+    2: handle_list_offsets,
+    3: handle_metadata,
+    10: handle_find_coordinator,
+    18: handle_api_versions,
+    19: handle_create_topics,
+    20: handle_delete_topics,
+    21: handle_delete_records,
+    22: handle_init_producer_id,
+    23: handle_offset_for_leader_epoch,
+    32: handle_describe_configs,
+    37: handle_create_partitions,
+    60: handle_describe_cluster,
+}
+assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
+
+
+class KafkaApis:
+    """The broker's request handlers over one LogManager.
+
+    ``node`` is the advertised address clients connect to (its port may be filled in after the
+    listener binds).  ``config`` is the broker configuration with Kafka's names
+    (``auto.create.topics.enable``, ``num.partitions``, ``log.*`` ...).  ``cluster_id`` defaults
+    to the one in ``<data_dir>/meta.properties`` (created on first start).
+    """
+
+    def __init__(self, log_manager: LogManager, *, node: BrokerNode | None = None,
+                 config: Mapping[str, Any] | None = None, cluster_id: str | None = None,
+                 data_dir: str | os.PathLike[str] | None = None) -> None:
+        node = node if node is not None else BrokerNode()
+        directory = data_dir if data_dir is not None else log_manager.data_dir
+        if cluster_id is None:
+            cluster_id = load_or_create_meta_properties(directory, node.node_id).cluster_id
+        self.services = BrokerServices(log_manager, node, cluster_id, config,
+                                       ProducerIdManager(directory))
+
+    @property
+    def node(self) -> BrokerNode:
+        return self.services.node
+
+    def handle(self, ctx: RequestContext) -> None:
+        header = ctx.header
+        key, version = header.request_api_key, header.request_api_version
+        served = SERVED.get(key)
+        if served is None or not served[0] <= version <= served[1]:
+            if key == API_VERSIONS_KEY:
+                # The network layer answers these itself (it cannot decode their bodies); kept
+                # for dispatchers that hand them over anyway.
+                ctx.respond(unsupported_version_response())
+                return
+            log.warning("closing connection %s (client %r from %s): API key %d version %d is "
+                        "not supported", ctx.connection_id, header.client_id, ctx.client_host,
+                        key, version)
+            ctx.close_connection(f"API key {key} version {version} is not supported")
+            return
+        # An exception escaping here is logged by the handler pool, which closes the connection.
+        response = HANDLERS[key](self.services, ctx)
+        if response is not None:
+            ctx.respond(response)
+
+    def close(self) -> None:
+        """Answer every parked request (as if its wait expired) and stop the timers."""
+        self.services.close()

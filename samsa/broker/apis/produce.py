@@ -1,0 +1,142 @@
+"""Produce (key 0), versions 3-12: append each partition's batch to its log.
+
+On one node ``acks=-1`` is satisfied once the local append returns (the log applies its flush
+policy, ``flush.messages``/``flush.ms``); ``acks=0`` gets no response at all, and the connection
+is closed if any partition failed so that the producer refreshes its metadata (as Kafka does).
+
+Transactions are not implemented yet: a transactional produce is refused with
+INVALID_TXN_STATE rather than appended without a coordinator to commit or abort it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.error_codes import code_for, message_for
+from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.topic_configs import LONG_MAX
+from samsa.broker.log import Log
+from samsa.errors import (
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    InvalidTimestampError,
+    InvalidTxnStateError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from samsa.protocol import ProduceResponse
+from samsa.records import (
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    TimestampType,
+    read_batch_header,
+)
+
+TopicResponse = ProduceResponse.TopicProduceResponse
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+_TIMESTAMP_AFTER = "message.timestamp.after.max.ms"
+_TIMESTAMP_BEFORE = "message.timestamp.before.max.ms"
+_BROKER_TIMESTAMP_DEFAULTS = {_TIMESTAMP_AFTER: 3_600_000, _TIMESTAMP_BEFORE: LONG_MAX}
+
+
+def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
+    return PartitionResponse(index=index, error_code=code, base_offset=-1,
+                             log_append_time_ms=-1, log_start_offset=-1, record_errors=[],
+                             error_message=message)
+
+
+def _timestamp_bound(services: BrokerServices, topic: str, name: str) -> int:
+    info = services.topic(topic)
+    value = info.configs.get(name) if info is not None else None
+    if value is None:
+        value = services.config.get("log." + name, _BROKER_TIMESTAMP_DEFAULTS[name])
+    return int(value)
+
+
+def _precheck(services: BrokerServices, log: Log, topic: str, records: bytes | memoryview,
+              transactional: bool, now: int) -> None:
+    """The request-level checks Kafka makes before the log validates the batch itself."""
+    if transactional:
+        raise InvalidTxnStateError(
+            "transactions are not supported by this broker yet; use an idempotent producer "
+            "(enable.idempotence) without transactional.id"
+        )
+    if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
+        return  # the log reports the precise problem (too short, wrong magic)
+    header = read_batch_header(records, 0)
+    if header.is_transactional:
+        raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
+                                   "are not supported by this broker yet")
+    if header.size < len(records):
+        raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
+                                 "one record batch per partition")
+    if header.timestamp_type == TimestampType.CREATE_TIME and not log.config.log_append_time:
+        after = _timestamp_bound(services, topic, _TIMESTAMP_AFTER)
+        if header.max_timestamp > now + after:
+            raise InvalidTimestampError(
+                f"timestamp {header.max_timestamp} of a record in the batch is more than "
+                f"{after} ms ahead of the broker's clock (message.timestamp.after.max.ms)"
+            )
+        before = _timestamp_bound(services, topic, _TIMESTAMP_BEFORE)
+        if before < LONG_MAX and 0 <= header.base_timestamp < now - before:
+            raise InvalidTimestampError(
+                f"timestamp {header.base_timestamp} of the batch is more than {before} ms "
+                f"behind the broker's clock (message.timestamp.before.max.ms)"
+            )
+
+
+def append_partition(services: BrokerServices, topic: str, index: int,
+                     records: bytes | memoryview | None, transactional: bool,
+                     now: int) -> PartitionResponse:
+    log = services.get_log(topic, index)
+    if log is None:
+        return _failed(index, UnknownTopicOrPartitionError.code,
+                       f"{topic}-{index} does not exist on this broker")
+    try:
+        data = records if records is not None else b""
+        _precheck(services, log, topic, data, transactional, now)
+        result = log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
+    except KafkaError as exc:
+        return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc))
+    return PartitionResponse(index=index, error_code=0, base_offset=result.base_offset,
+                             log_append_time_ms=result.log_append_time_ms,
+                             log_start_offset=result.log_start_offset, record_errors=[],
+                             error_message=None)
+
+
+def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResponse | None:
+    req = ctx.body
+    acks = req.acks
+    transactional = req.transactional_id is not None
+    now = time.time_ns() // 1_000_000
+    responses: list[TopicResponse] = []
+    appended: list[tuple[str, int]] = []
+    failed = False
+    for topic in req.topic_data:
+        partitions = []
+        for data in topic.partition_data:
+            if acks not in (-1, 0, 1):
+                response = _failed(data.index, InvalidRequiredAcksError.code,
+                                   f"acks must be -1 (all), 0 or 1, not {acks}")
+            else:
+                response = append_partition(services, topic.name, data.index, data.records,
+                                            transactional, now)
+            if response.error_code:
+                failed = True
+            else:
+                appended.append((topic.name, data.index))
+            partitions.append(response)
+        responses.append(TopicResponse(name=topic.name, partition_responses=partitions))
+    # Wake fetches parked on the partitions that just grew.
+    for key in dict.fromkeys(appended):
+        services.fetch_purgatory.check_and_complete(key)
+    if acks == 0:
+        if failed:
+            ctx.close_connection("acks=0 produce failed; the client must refresh its metadata")
+        else:
+            ctx.no_response()
+        return None
+    return ProduceResponse(responses=responses, throttle_time_ms=0)

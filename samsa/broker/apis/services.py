@@ -1,0 +1,92 @@
+"""Everything the API handlers share: the logs, this node, the broker config, the purgatory,
+producer ids.  One instance per broker, owned by KafkaApis."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from samsa.broker.apis.context import BrokerNode
+from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.log import Log, LogManager, TopicInfo
+from samsa.broker.log.config import resolve_broker_config
+from samsa.broker.purgatory import Purgatory
+from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+log = logging.getLogger(__name__)
+
+# Broker settings the handlers read, beyond the log settings (Kafka's names and defaults).
+HANDLER_DEFAULTS: dict[str, Any] = {
+    "auto.create.topics.enable": True,
+    "default.replication.factor": 1,
+    "delete.topic.enable": True,
+    "min.insync.replicas": 1,
+    "compression.type": "producer",
+}
+
+
+def as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+class BrokerServices:
+    def __init__(self, log_manager: LogManager, node: BrokerNode, cluster_id: str,
+                 config: Mapping[str, Any] | None, producer_ids: ProducerIdManager) -> None:
+        self.logs = log_manager
+        self.node = node
+        self.cluster_id = cluster_id
+        # The settings the operator gave (DescribeConfigs reports them as STATIC_BROKER_CONFIG).
+        self.explicit_config: dict[str, Any] = dict(config or {})
+        self.config: dict[str, Any] = {**HANDLER_DEFAULTS,
+                                       **resolve_broker_config(self.explicit_config)}
+        self.producer_ids = producer_ids
+        self.fetch_purgatory = Purgatory("fetch")
+
+    # -- settings -------------------------------------------------------------------------------
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return as_bool(self.config["auto.create.topics.enable"])
+
+    @property
+    def default_partitions(self) -> int:
+        return int(self.config["num.partitions"])
+
+    # -- topics and logs ------------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.logs.topic(name)
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        try:
+            return self.logs.get_log(topic, partition)
+        except UnknownTopicOrPartitionError:
+            return None
+
+    @staticmethod
+    def leader_epoch(log: Log | None) -> int:
+        """This node leads every partition in epoch 0 forever (no elections on one node); a log
+        carrying a later epoch (written by a future version) keeps it."""
+        if log is None:
+            return 0
+        return max(log.latest_epoch, 0)
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Create ``name`` with the default partition count; None if it could not be created."""
+        try:
+            info = self.logs.create_topic(name, self.default_partitions)
+            log.info("auto-created topic %s with %d partition(s)", name, info.partitions)
+            return info
+        except TopicAlreadyExistsError:  # a concurrent request created it first
+            return self.logs.topic(name)
+
+    def close(self) -> None:
+        self.fetch_purgatory.close()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

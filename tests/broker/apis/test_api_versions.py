@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from typing import Any
+
+from samsa.broker.apis import ADVERTISED, SERVED
+from samsa.protocol import APIS, ApiVersionsRequest, MetadataRequest, ProduceRequest
+
+# The table in reference/kafka-protocol-notes.md §1.6, for the APIs implemented so far.
+EXPECTED = {0: (0, 12), 1: (4, 12), 2: (1, 9), 3: (0, 12), 10: (0, 6), 18: (0, 4),
+            19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 32: (1, 4),
+            37: (0, 3), 60: (0, 1)}
+
+
+def _ranges(response) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+def test_advertised_ranges_match_the_table(client: Any) -> None:
+    for version in range(5):
+        request = ApiVersionsRequest(client_software_name="samsa-test",
+                                     client_software_version="1.0")
+        response = client.call(request, version)
+        assert response.error_code == 0
+        assert _ranges(response) == EXPECTED
+    assert dict(ADVERTISED) == EXPECTED
+
+
+def test_librdkafka_2_0_2_feature_checks_pass(client: Any) -> None:
+    """librdkafka <= 2.11.0 enables features only if the range contains these exact versions."""
+    ranges = _ranges(client.call(ApiVersionsRequest(), 0))
+
+    def has(key: int, version: int) -> bool:
+        lo, hi = ranges[key]
+        return lo <= version <= hi
+
+    assert has(0, 0) and has(0, 3) and has(0, 7)  # compression, MsgVer2, zstd
+    assert has(1, 4) and has(1, 10)  # MsgVer2, zstd
+    assert has(10, 0)  # BrokerGroupCoordinator, LZ4
+    assert has(22, 0)  # IdempotentProducer
+    assert has(2, 1)  # OffsetTime
+    assert has(18, 0)  # ApiVersion
+
+
+def test_advertised_versions_are_known_to_the_codec() -> None:
+    for key, (lo, hi) in ADVERTISED.items():
+        assert APIS[key].min_version <= lo and hi <= APIS[key].max_version
+        served_lo, served_hi = SERVED[key]
+        assert lo <= served_lo and served_hi == hi
+
+
+def test_invalid_client_software_name_is_invalid_request(client: Any) -> None:
+    response = client.call(ApiVersionsRequest(client_software_name="bad name!",
+                                              client_software_version="1.0"), 3)
+    assert response.error_code == 42
+    assert response.api_keys == []
+    response = client.call(ApiVersionsRequest(client_software_name="librdkafka",
+                                              client_software_version="2.0.2-"), 4)
+    assert response.error_code == 42
+
+
+def test_unknown_api_versions_version_answers_v0_unsupported(client: Any) -> None:
+    ctx = client.send(ApiVersionsRequest(), 0, raw_version=7)
+    assert ctx.outcome == "respond"
+    assert ctx.response.error_code == 35
+    assert _ranges(ctx.response) == {18: (0, 4)}
+
+
+def test_unserved_versions_close_the_connection(client: Any) -> None:
+    # Produce v0-2 is advertised (for librdkafka) but not served, as in Kafka 4.
+    assert client.send(ProduceRequest(acks=1, timeout_ms=1000), 2).outcome == "close"
+    assert client.send(MetadataRequest(topics=[]), 0, raw_version=13).outcome == "close"
+
+
+def test_unknown_api_key_closes_the_connection(client: Any) -> None:
+    from samsa.protocol import JoinGroupRequest  # group APIs are not served yet
+
+    ctx = client.send(JoinGroupRequest(group_id="g", protocol_type="consumer", protocols=[]), 5)
+    assert ctx.outcome == "close"
