@@ -15,6 +15,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
@@ -98,9 +99,9 @@ def kafka_python_read(buf: bytes) -> int:
     return count
 
 
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     start = time.perf_counter()
-    result = fn()
+    result = fn(*args)
     return time.perf_counter() - start, result
 
 
@@ -110,10 +111,9 @@ def run_row(n: int, codec: Compression, limit: int, values: list[bytes]) -> dict
         ("samsa", samsa_build, samsa_read),
         ("kafka-python", kafka_python_build, kafka_python_read),
     ):
-        build_s, batches = timed(lambda: build(n, codec, limit, values))
-        assert isinstance(batches, list)
+        build_s, batches = timed(build, n, codec, limit, values)
         buf = b"".join(batches)
-        read_s, count = timed(lambda: read(buf))
+        read_s, count = timed(read, buf)
         if count != n:
             raise RuntimeError(f"{name} read {count} records, expected {n}")
         out[f"{name} build"] = n / build_s

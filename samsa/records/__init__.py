@@ -1,5 +1,6 @@
 """Record batches: the v2 batch header, builder and reader, legacy v0/v1 reader, CRC, compression."""
 
+from samsa.records.batch import Record, RecordBatch, decode_records
 from samsa.records.batch_header import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -34,8 +35,12 @@ from samsa.records.batch_header import (
     set_producer_state,
     validate_batch,
 )
-from samsa.records.batch import Record, RecordBatch, decode_records
-from samsa.records.builder import RecordBatchBuilder, encode_headers, record_size, with_producer_state
+from samsa.records.builder import (
+    RecordBatchBuilder,
+    encode_headers,
+    record_size,
+    with_producer_state,
+)
 from samsa.records.compression import compress, decompress
 from samsa.records.control import (
     ControlMarker,
@@ -65,35 +70,35 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "TIMESTAMP_TYPE_MASK",
     "TRANSACTIONAL_FLAG_MASK",
+    "AnyBatch",
     "BatchHeader",
     "Compression",
+    "ControlMarker",
+    "ControlRecordType",
+    "LegacyRecordBatch",
+    "MemoryRecords",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
     "TimestampType",
+    "build_control_batch",
+    "compress",
     "compute_crc",
     "crc_is_valid",
+    "decode_records",
+    "decompress",
+    "encode_headers",
     "increment_sequence",
     "iter_batch_headers",
+    "iter_batches",
+    "parse_control_record",
     "read_batch_header",
+    "record_size",
     "rewrite_crc",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
     "set_producer_state",
     "validate_batch",
-    "Record",
-    "RecordBatch",
-    "decode_records",
-    "RecordBatchBuilder",
-    "encode_headers",
-    "record_size",
     "with_producer_state",
-    "compress",
-    "decompress",
-    "ControlMarker",
-    "ControlRecordType",
-    "build_control_batch",
-    "parse_control_record",
-    "LegacyRecordBatch",
-    "AnyBatch",
-    "MemoryRecords",
-    "iter_batches",
 ]

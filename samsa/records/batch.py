@@ -210,7 +210,7 @@ def iter_records(
 class RecordBatch:
     """A v2 batch inside a buffer; header fields as attributes, iteration yields ``Record``."""
 
-    __slots__ = ("header", "_buf", "_pos", "_records", "_data")
+    __slots__ = ("_buf", "_data", "_pos", "_records", "header")
 
     magic = 2
 

@@ -32,16 +32,21 @@ from samsa.records.batch_header import (
     set_producer_state,
 )
 from samsa.records.compression import compress, validate_level
-from samsa.records.varint import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint, encode_varlong
+from samsa.records.varint import (
+    SMALL_VARINT_LIMIT,
+    SMALL_VARINTS,
+    encode_varint,
+    encode_varlong,
+)
 
 __all__ = [
-    "RecordBatchBuilder",
+    "COMPRESSION_RATE_ESTIMATION_FACTOR",
+    "DEFAULT_BATCH_SIZE_LIMIT",
     "Header",
+    "RecordBatchBuilder",
     "encode_headers",
     "record_size",
     "with_producer_state",
-    "COMPRESSION_RATE_ESTIMATION_FACTOR",
-    "DEFAULT_BATCH_SIZE_LIMIT",
 ]
 
 Header = tuple[str, bytes | bytearray | memoryview | None]
@@ -97,26 +102,26 @@ class RecordBatchBuilder:
     """
 
     __slots__ = (
+        "_base_timestamp",
+        "_buf",
+        "_built",
+        "_count",
+        "_estimated_ratio",
+        "_max_timestamp",
+        "_soft_limit",
+        "_uncompressed_size",
+        "base_offset",
+        "base_sequence",
+        "batch_size_limit",
         "compression",
         "compression_level",
-        "timestamp_type",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "is_transactional",
         "is_control",
-        "partition_leader_epoch",
-        "batch_size_limit",
-        "base_offset",
+        "is_transactional",
         "log_append_time_ms",
-        "_estimated_ratio",
-        "_soft_limit",
-        "_buf",
-        "_count",
-        "_base_timestamp",
-        "_max_timestamp",
-        "_built",
-        "_uncompressed_size",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "timestamp_type",
     )
 
     def __init__(
@@ -176,8 +181,7 @@ class RecordBatchBuilder:
         count = self._count
         if count:
             delta = timestamp_ms - self._base_timestamp
-            if timestamp_ms > self._max_timestamp:
-                self._max_timestamp = timestamp_ms
+            self._max_timestamp = max(self._max_timestamp, timestamp_ms)
         else:
             self._base_timestamp = self._max_timestamp = timestamp_ms
             delta = 0
@@ -198,7 +202,10 @@ class RecordBatchBuilder:
             n = len(value)
             value_len = small[n] if n < limit else encode_varint(n)
         header_bytes = encode_headers(headers) if headers else _EMPTY_HEADERS
-        record = b"\x00%b%b%b%b%b%b%b" % (ts_bytes, od_bytes, key_len, key, value_len, value, header_bytes)
+        # One formatting op builds the record (%b takes any buffer, bytearray/memoryview too).
+        record = b"\x00%b%b%b%b%b%b%b" % (  # type: ignore[str-format]
+            ts_bytes, od_bytes, key_len, key, value_len, value, header_bytes
+        )
         n = len(record)
         length = small[n] if n < limit else encode_varint(n)
         buf = self._buf

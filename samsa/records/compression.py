@@ -27,15 +27,15 @@ import zstandard
 from samsa.records.batch_header import Compression
 
 __all__ = [
+    "LZ4_FRAME_HEADER",
+    "LZ4_FRAME_MAGIC",
+    "XERIAL_MAGIC",
     "compress",
     "decompress",
     "default_level",
-    "validate_level",
-    "XERIAL_MAGIC",
-    "LZ4_FRAME_MAGIC",
-    "LZ4_FRAME_HEADER",
-    "xxh32",
     "lz4_fix_broken_header_checksum",
+    "validate_level",
+    "xxh32",
 ]
 
 GZIP_DEFAULT_LEVEL = -1

@@ -16,8 +16,8 @@ from samsa.records.batch_header import NO_PARTITION_LEADER_EPOCH, Compression
 from samsa.records.builder import RecordBatchBuilder
 
 __all__ = [
-    "ControlRecordType",
     "ControlMarker",
+    "ControlRecordType",
     "build_control_batch",
     "encode_control_key",
     "encode_end_txn_marker",

@@ -35,12 +35,12 @@ from samsa.records.batch_header import (
 from samsa.records.compression import decompress, lz4_fix_broken_header_checksum
 
 __all__ = [
-    "LegacyRecordBatch",
-    "LegacyMessage",
-    "parse_message",
-    "message_overhead",
     "MESSAGE_OVERHEAD_V0",
     "MESSAGE_OVERHEAD_V1",
+    "LegacyMessage",
+    "LegacyRecordBatch",
+    "message_overhead",
+    "parse_message",
 ]
 
 # crc + magic + attributes + key length + value length (+ timestamp in v1)
@@ -60,7 +60,7 @@ def message_overhead(magic: int) -> int:
 class LegacyMessage:
     """One decoded v0/v1 message with the offset of its log entry."""
 
-    __slots__ = ("offset", "crc", "magic", "attributes", "timestamp", "key", "value", "crc_valid")
+    __slots__ = ("attributes", "crc", "crc_valid", "key", "magic", "offset", "timestamp", "value")
 
     def __init__(
         self,
@@ -139,7 +139,7 @@ class LegacyRecordBatch:
     their "none" values) so consumers can treat every magic alike.
     """
 
-    __slots__ = ("wrapper", "_size", "_records", "_check_crcs")
+    __slots__ = ("_check_crcs", "_records", "_size", "wrapper")
 
     partition_leader_epoch = NO_PARTITION_LEADER_EPOCH
     producer_id = NO_PRODUCER_ID

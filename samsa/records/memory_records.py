@@ -24,7 +24,7 @@ from samsa.records.batch_header import (
 )
 from samsa.records.legacy import MESSAGE_OVERHEAD_V0, LegacyRecordBatch
 
-__all__ = ["MemoryRecords", "iter_batches", "AnyBatch"]
+__all__ = ["AnyBatch", "MemoryRecords", "iter_batches"]
 
 AnyBatch = RecordBatch | LegacyRecordBatch
 

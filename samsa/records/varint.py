@@ -8,14 +8,14 @@ int64; both encode the same way, only the range differs.
 from __future__ import annotations
 
 __all__ = [
-    "encode_varint",
-    "encode_varlong",
-    "decode_varint",
-    "decode_varlong",
-    "size_of_varint",
-    "size_of_varlong",
     "SMALL_VARINTS",
     "SMALL_VARINT_LIMIT",
+    "decode_varint",
+    "decode_varlong",
+    "encode_varint",
+    "encode_varlong",
+    "size_of_varint",
+    "size_of_varlong",
 ]
 
 _INT32_MIN = -(1 << 31)

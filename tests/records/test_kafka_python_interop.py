@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kafka.record.default_records import ControlRecord, DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import (
+    ControlRecord,
+    DefaultRecordBatch,
+    DefaultRecordBatchBuilder,
+)
 from kafka.record.memory_records import MemoryRecords as KPMemoryRecords
 from kafka.record.memory_records import MemoryRecordsBuilder as KPMemoryRecordsBuilder
 

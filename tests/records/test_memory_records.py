@@ -3,7 +3,13 @@ import struct
 import pytest
 
 from samsa.errors import CorruptRecordError
-from samsa.records import Compression, MemoryRecords, RecordBatch, RecordBatchBuilder, iter_batches
+from samsa.records import (
+    Compression,
+    MemoryRecords,
+    RecordBatch,
+    RecordBatchBuilder,
+    iter_batches,
+)
 
 
 def batch(base_offset: int, n: int, codec: Compression = Compression.NONE) -> bytes:

@@ -1,6 +1,6 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-import pytest
 
 from samsa.records.varint import (
     SMALL_VARINT_LIMIT,
