@@ -1,0 +1,18 @@
+"""The broker's network layer, shaped as Kafka's SocketServer (notes §1.3).
+
+* ``SocketServer`` (socket_server.py): the listening socket, the ``Acceptor`` thread, the
+  ``Processor`` threads (num.network.threads), the ``RequestChannel`` (queued.max.requests) and
+  the ``RequestHandlerPool`` (num.io.threads), started and stopped together.
+* ``Processor`` (processor.py): a selector loop over its connections: size-prefixed frames,
+  request decoding, per-connection ordering, partial writes, idle timeouts.
+* ``Connection`` / ``Outgoing`` (connection.py): frame reading into preallocated buffers, and
+  response writing (writev for bytes chunks, sendfile for file slices).
+
+The handler side only sees ``RequestContext`` (samsa/broker/request_channel.py).
+"""
+
+from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
+from samsa.broker.network.processor import Processor
+from samsa.broker.network.socket_server import Acceptor, SocketServer
+
+__all__ = ["Acceptor", "Connection", "FrameSizeError", "Outgoing", "Processor", "SocketServer"]

@@ -1,0 +1,257 @@
+"""One client connection: reading size-prefixed frames, and writing a response's chunks.
+
+Reads happen on the owning Processor's thread only.  Small frames are carved out of a
+per-connection buffer (one ``recv_into`` may bring several pipelined requests); a frame larger
+than that buffer gets a bytearray of its exact size that the rest of it is received into, so a
+1 MiB produce request is copied from the kernel once and decoded in place (records values are
+memoryviews of it).
+
+Writes may happen on a handler thread (the fast path: a response usually fits the socket buffer
+at once) or on the Processor thread (the rest of a response that did not); ``lock`` makes sure
+they never race with closing the socket.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from typing import Any
+
+__all__ = ["Connection", "FrameSizeError", "Outgoing"]
+
+READ_BUFFER_BYTES = 64 * 1024
+_SIZE = struct.Struct(">i")
+_MAX_RECVS_PER_READ = 16
+_MAX_IOV = 512  # buffers per sendmsg call (the OS limit, IOV_MAX, is 1024 on Linux)
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+# sendfile errors that mean "this socket/file pair cannot use sendfile": fall back to read().
+_NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.ESPIPE}
+
+
+class FrameSizeError(Exception):
+    """A size prefix outside 0..socket.request.max.bytes."""
+
+
+class Outgoing:
+    """A response frame being written: bytes chunks and external chunks (file slices)."""
+
+    __slots__ = ("chunks", "index", "offset")
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self.chunks = chunks
+        self.index = 0  # first chunk not completely sent
+        self.offset = 0  # bytes of chunks[index] already sent
+
+    def write_to(self, sock: socket.socket) -> bool:
+        """Send as much as the socket takes; True when everything is sent.
+
+        Raises OSError (other than EAGAIN) when the connection is broken."""
+        chunks = self.chunks
+        count = len(chunks)
+        try:
+            while self.index < count:
+                chunk = chunks[self.index]
+                if isinstance(chunk, _BYTES_LIKE):
+                    if not self._send_bytes(sock, chunks, count):
+                        return False
+                elif not self._send_external(sock, chunk):
+                    return False
+        except BlockingIOError:
+            return False
+        return True
+
+    def _send_bytes(self, sock: socket.socket, chunks: list[Any], count: int) -> bool:
+        # Gather the run of consecutive bytes chunks into one sendmsg (writev) call.
+        end = self.index + 1
+        while end < count and end - self.index < _MAX_IOV and isinstance(chunks[end], _BYTES_LIKE):
+            end += 1
+        first = chunks[self.index]
+        if self.offset:
+            first = memoryview(first)[self.offset:]
+        if end == self.index + 1:
+            wanted = len(first)
+            sent = sock.send(first)
+        else:
+            buffers = [first, *chunks[self.index + 1:end]]
+            wanted = sum(len(b) for b in buffers)
+            sent = sock.sendmsg(buffers)
+        self._advance(sent)
+        return sent == wanted
+
+    def _send_external(self, sock: socket.socket, chunk: Any) -> bool:
+        size = len(chunk)
+        remaining = size - self.offset
+        if remaining <= 0:
+            self.index += 1
+            self.offset = 0
+            return True
+        try:
+            sent = os.sendfile(sock.fileno(), chunk.fileno(), chunk.position + self.offset,
+                               remaining)
+        except OSError as exc:
+            if isinstance(exc, BlockingIOError) or exc.errno not in _NO_SENDFILE:
+                raise
+            # This pair cannot sendfile: send the bytes instead (one copy through user space).
+            data = chunk.read()
+            self.chunks[self.index] = data[self.offset:] if self.offset else data
+            self.offset = 0
+            return True
+        if sent == 0:
+            raise OSError(errno.EIO, f"{chunk!r} ended {remaining} bytes early (file truncated?)")
+        self.offset += sent
+        if self.offset == size:
+            self.index += 1
+            self.offset = 0
+            return True
+        return False
+
+    def _advance(self, sent: int) -> None:
+        chunks = self.chunks
+        while sent:
+            left = len(chunks[self.index]) - self.offset
+            if sent < left:
+                self.offset += sent
+                return
+            sent -= left
+            self.index += 1
+            self.offset = 0
+        # Skip empty chunks so that a finished response reads as finished.
+        while self.index < len(chunks) and isinstance(chunks[self.index], _BYTES_LIKE) \
+                and len(chunks[self.index]) == self.offset:
+            self.index += 1
+            self.offset = 0
+
+
+class Connection:
+    """State of one accepted socket.
+
+    Fields under ``lock`` (touched by the Processor and by handler threads): ``busy`` (a request
+    is being handled or its response written), ``pending`` (frames read but not yet handled),
+    ``pending_bytes``, ``closed``, ``eof``, ``read_paused``, ``outgoing`` (the rest of a
+    response the Processor must write) and ``last_active``.
+    The read buffer and ``interest`` belong to the Processor thread.
+    """
+
+    __slots__ = (
+        "sock", "id", "client_host", "processor", "lock",
+        "_rbuf", "_rview", "_rstart", "_rend", "_big", "_big_view", "_big_have",
+        "busy", "pending", "pending_bytes", "closed", "eof", "read_paused", "outgoing",
+        "last_active", "interest", "close_reason", "_peer_closed",
+    )
+
+    def __init__(self, sock: socket.socket, connection_id: str, client_host: str,
+                 processor: Any) -> None:
+        self.sock = sock
+        self.id = connection_id
+        self.client_host = client_host
+        self.processor = processor
+        self.lock = threading.Lock()
+        self._rbuf = bytearray(READ_BUFFER_BYTES)
+        self._rview = memoryview(self._rbuf)
+        self._rstart = 0
+        self._rend = 0
+        self._big: bytearray | None = None
+        self._big_view: memoryview | None = None
+        self._big_have = 0
+        self.busy = False
+        self.pending: deque[Any] = deque()
+        self.pending_bytes = 0
+        self.closed = False
+        self.eof = False
+        self.read_paused = False
+        self.outgoing: Outgoing | None = None
+        self.last_active = time.monotonic()
+        self.interest = 0
+        self.close_reason = ""
+        self._peer_closed = False
+
+    def read_frames(self, max_frame_bytes: int) -> list[Any]:
+        """Receive what the socket has; return the complete frames (without size prefixes).
+
+        Raises FrameSizeError or OSError; sets peer_closed() when the client closed its side.  Frames are ``bytes`` (small, carved out of
+        the read buffer) or ``bytearray`` (large, received in place)."""
+        frames: list[Any] = []
+        sock = self.sock
+        # Bounded, so that one busy client cannot starve the processor's other connections.
+        for _ in range(_MAX_RECVS_PER_READ):
+            big = self._big_view
+            if big is not None:
+                want = len(big) - self._big_have
+                try:
+                    n = sock.recv_into(big[self._big_have:], want)
+                except BlockingIOError:
+                    return frames
+                if n == 0:
+                    self._peer_closed = True
+                    return frames
+                self._big_have += n
+                if n < want:
+                    return frames  # the socket is drained (or nearly); wait for readiness
+                frames.append(self._big)
+                self._big_view.release()
+                self._big = self._big_view = None
+                continue
+            if self._rstart == self._rend:
+                self._rstart = self._rend = 0
+            elif len(self._rbuf) - self._rend < READ_BUFFER_BYTES // 4:
+                # Move the partial frame to the front to make room.
+                length = self._rend - self._rstart
+                self._rbuf[:length] = self._rview[self._rstart:self._rend]
+                self._rstart, self._rend = 0, length
+            want = len(self._rbuf) - self._rend
+            try:
+                n = sock.recv_into(self._rview[self._rend:], want)
+            except BlockingIOError:
+                return frames
+            if n == 0:
+                self._peer_closed = True
+                return frames
+            self._rend += n
+            self._carve(frames, max_frame_bytes)
+            if n < want:
+                return frames
+        return frames
+
+    def _carve(self, frames: list[Any], max_frame_bytes: int) -> None:
+        rbuf, rview = self._rbuf, self._rview
+        start, end = self._rstart, self._rend
+        while end - start >= 4:
+            size = _SIZE.unpack_from(rbuf, start)[0]
+            if size < 0 or size > max_frame_bytes:
+                raise FrameSizeError(
+                    f"request size {size} is outside 0..{max_frame_bytes} "
+                    "(socket.request.max.bytes)")
+            body = start + 4
+            if body + size <= end:
+                frames.append(bytes(rview[body:body + size]))
+                start = body + size
+                continue
+            if size + 4 > len(rbuf):
+                # Too big for the buffer: give it its own, received into directly from now on.
+                big = bytearray(size)
+                have = end - body
+                big[:have] = rview[body:end]
+                self._big, self._big_view, self._big_have = big, memoryview(big), have
+                start = end = 0
+            break
+        self._rstart, self._rend = start, end
+
+    def peer_closed(self) -> bool:
+        """The client closed its side of the connection (recv returned no bytes)."""
+        return self._peer_closed
+
+    def release(self) -> None:
+        """Drop buffers (after close)."""
+        self.pending.clear()
+        self.pending_bytes = 0
+        if self._big_view is not None:
+            self._big_view.release()
+            self._big = self._big_view = None
+
+    def __repr__(self) -> str:
+        return f"Connection({self.id})"

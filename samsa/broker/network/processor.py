@@ -1,0 +1,462 @@
+"""Processor: one network thread with its own selector over its share of the connections.
+
+It reads size-prefixed frames, decodes each request's header and body, and hands a
+RequestContext to the RequestChannel; it writes whatever part of a response a handler thread
+could not write at once, and closes connections (protocol errors, idle, client gone).
+
+Order and muting.  A connection has at most one request *in handling* at a time (``busy``);
+frames read meanwhile wait in the connection's ``pending`` queue, and the connection stops
+reading (``read_paused``) once that queue is full.  Kafka mutes a connection as soon as one
+request is read; reading a little ahead (``max_pending_frames``, 0 = Kafka's strict muting)
+keeps the same ordering and saves a trip through this thread per request: when a handler's
+response is fully written, the handler thread itself starts the connection's next request.
+
+Other threads talk to the processor through ``_post`` (a command deque plus a wakeup byte on a
+socketpair); everything that touches the selector runs on the processor thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import selectors
+import socket
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
+from samsa.broker.request_channel import RequestChannel, RequestContext
+from samsa.errors import UnsupportedVersionError
+from samsa.protocol import (
+    APIS,
+    ApiVersionsResponse,
+    ProtocolDecodeError,
+    decode_request_body,
+    decode_request_header,
+    encode_response,
+)
+
+__all__ = ["Processor"]
+
+log = logging.getLogger("samsa.broker.network")
+
+API_VERSIONS_KEY = 18
+UNSUPPORTED_VERSION = 35
+_READ = selectors.EVENT_READ
+_WRITE = selectors.EVENT_WRITE
+_NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH = range(5)
+
+
+class Processor:
+    def __init__(self, index: int, channel: RequestChannel, *, max_request_bytes: int,
+                 idle_ms: int, max_pending_frames: int, max_pending_bytes: int,
+                 listener: str = "PLAINTEXT", node_id: int = 0,
+                 api_versions_range: tuple[int, int] | None = None) -> None:
+        self.index = index
+        self._channel = channel
+        self._max_request_bytes = max_request_bytes
+        self._idle_s = idle_ms / 1000.0
+        self._idle_check_s = min(max(self._idle_s / 4, 0.005), 1.0)
+        self._max_pending_frames = max_pending_frames
+        self._max_pending_bytes = max_pending_bytes
+        self._listener = listener
+        api = APIS[API_VERSIONS_KEY]
+        self._api_versions_range = api_versions_range or (api.min_version, api.max_version)
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, _READ, None)
+        self._wake_pending = False
+        self._commands: deque[tuple[Any, ...]] = deque()
+        self._connections: set[Connection] = set()
+        self._running = True
+        self._ident: int | None = None
+        self._thread = threading.Thread(target=self._run, name=f"samsa-network-{node_id}-{index}",
+                                        daemon=True)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._running = False
+        self._wake()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def accept(self, sock: socket.socket, connection_id: str, client_host: str) -> None:
+        """Take over a newly accepted socket (called on the Acceptor thread)."""
+        self._post((_NEW, sock, connection_id, client_host))
+
+    # -- cross-thread plumbing ------------------------------------------------------------------
+
+    def _on_thread(self) -> bool:
+        return threading.get_ident() == self._ident
+
+    def _post(self, command: tuple[Any, ...]) -> None:
+        self._commands.append(command)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # already full of wakeups, or closed at shutdown
+
+    def _drain_wakeups(self) -> None:
+        self._wake_pending = False  # before draining: a later post must wake us again
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._ident = threading.get_ident()
+        next_idle_check = time.monotonic() + self._idle_check_s
+        try:
+            while self._running:
+                timeout = max(0.0, next_idle_check - time.monotonic())
+                for key, mask in self._selector.select(timeout):
+                    conn = key.data
+                    if conn is None:
+                        self._drain_wakeups()
+                        continue
+                    if conn.closed:
+                        self._close_now(conn)
+                        continue
+                    if mask & _WRITE:
+                        self._on_writable(conn)
+                    if mask & _READ and not conn.closed:
+                        self._on_readable(conn)
+                if self._commands:
+                    self._run_commands()
+                now = time.monotonic()
+                if now >= next_idle_check:
+                    self._close_idle(now)
+                    next_idle_check = now + self._idle_check_s
+        except Exception:  # noqa: BLE001 - a bug here must be loud, not a silent dead thread
+            log.exception("network thread %d failed; closing its connections", self.index)
+        finally:
+            self._shutdown()
+
+    def _run_commands(self) -> None:
+        commands = self._commands
+        while commands:
+            command = commands.popleft()
+            kind = command[0]
+            if kind == _NEW:
+                self._register_new(*command[1:])
+            elif kind == _DISPATCH:
+                self._enqueue(command[1])
+            else:
+                conn = command[1]
+                if conn.closed:
+                    self._close_now(conn)
+                elif kind == _WRITABLE or kind == _RESUME:
+                    self._update_interest(conn)
+
+    def _register_new(self, sock: socket.socket, connection_id: str, client_host: str) -> None:
+        if not self._running:
+            sock.close()
+            return
+        conn = Connection(sock, connection_id, client_host, self)
+        self._connections.add(conn)
+        self._update_interest(conn)
+        log.debug("new connection %s on network thread %d", connection_id, self.index)
+
+    def _update_interest(self, conn: Connection) -> None:
+        """Register the events this connection needs now (processor thread only)."""
+        if conn.closed or conn not in self._connections:
+            return
+        want = 0
+        if not conn.read_paused and not conn.eof:
+            want |= _READ
+        if conn.outgoing is not None:
+            want |= _WRITE
+        if want == conn.interest:
+            return
+        if conn.interest == 0:
+            self._selector.register(conn.sock, want, conn)
+        elif want == 0:
+            self._selector.unregister(conn.sock)
+        else:
+            self._selector.modify(conn.sock, want, conn)
+        conn.interest = want
+
+    def _shutdown(self) -> None:
+        self._running = False
+        for conn in list(self._connections):
+            with conn.lock:
+                conn.closed = True
+                conn.close_reason = "broker shutting down"
+            self._close_now(conn)
+        while self._commands:
+            command = self._commands.popleft()
+            if command[0] == _NEW:
+                command[1].close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _on_readable(self, conn: Connection) -> None:
+        try:
+            frames = conn.read_frames(self._max_request_bytes)
+        except FrameSizeError as exc:
+            log.warning("closing %s: %s", conn.id, exc)
+            self.close_connection(conn, str(exc))
+            return
+        except OSError as exc:
+            self.close_connection(conn, f"read failed: {exc}")
+            return
+        now = time.monotonic()
+        conn.last_active = now
+        for frame in frames:
+            self._deliver(conn, frame, now)
+        peer_closed = conn.peer_closed()
+        with conn.lock:
+            if conn.closed:
+                return
+            if peer_closed:
+                conn.eof = True
+                close = not conn.busy
+            else:
+                close = False
+                if conn.busy and self._over_cap(conn):
+                    conn.read_paused = True
+        if close:
+            self.close_connection(conn, "client closed the connection")
+        else:
+            self._update_interest(conn)
+
+    def _over_cap(self, conn: Connection) -> bool:
+        return (len(conn.pending) >= self._max_pending_frames
+                or conn.pending_bytes >= self._max_pending_bytes)
+
+    def _deliver(self, conn: Connection, frame: Any, now: float) -> None:
+        with conn.lock:
+            if conn.closed:
+                return
+            if conn.busy:
+                conn.pending.append((frame, now))
+                conn.pending_bytes += len(frame)
+                return
+            conn.busy = True
+        self._run_requests(conn, (frame, now))
+
+    def _run_requests(self, conn: Connection, item: tuple[Any, float] | None) -> None:
+        # Iterative, not recursive: requests answered at once (an ApiVersions error) continue
+        # with the connection's next pending frame.
+        while item is not None:
+            if not self._start(conn, item[0], item[1]):
+                return
+            item = self._next_frame(conn)
+
+    def _start(self, conn: Connection, frame: Any, received: float) -> bool:
+        """Decode one request and queue it; True if it was answered here and is done."""
+        payload = memoryview(frame) if type(frame) is bytearray else frame
+        try:
+            header, pos = decode_request_header(payload)
+        except ProtocolDecodeError as exc:
+            self._protocol_error(conn, f"malformed request header: {exc}")
+            return False
+        key, version = header.request_api_key, header.request_api_version
+        api = APIS.get(key)
+        if key == API_VERSIONS_KEY and (api is None or not api.supports(version)):
+            # KIP-511: answer in the v0 layout with UNSUPPORTED_VERSION and our range for
+            # ApiVersions, so the client can retry with a version we know.
+            low, high = self._api_versions_range
+            response = ApiVersionsResponse(
+                error_code=UNSUPPORTED_VERSION,
+                api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS_KEY,
+                                                         min_version=low, max_version=high)])
+            return self._send(conn, encode_response(response, 0, header.correlation_id))
+        try:
+            body = decode_request_body(header, payload, pos)
+        except UnsupportedVersionError as exc:
+            self._protocol_error(conn, str(exc))
+            return False
+        except ProtocolDecodeError as exc:
+            self._protocol_error(
+                conn, f"malformed {api.name if api else key} v{version} request: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - any decode failure is the client's garbage
+            self._protocol_error(conn, f"cannot decode API key {key} v{version}: {exc!r}")
+            return False
+        ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
+                             received * 1000.0, len(frame), self, conn)
+        self._enqueue(ctx)
+        return False
+
+    def _protocol_error(self, conn: Connection, reason: str) -> None:
+        log.warning("closing %s (client %s): %s", conn.id, conn.client_host, reason)
+        self.close_connection(conn, reason)
+
+    def _enqueue(self, ctx: RequestContext) -> None:
+        if not self._on_thread():
+            # A handler thread starting a connection's next request must never block on a
+            # full queue (all handlers could end up waiting on each other): the processor
+            # does the blocking put instead.
+            try:
+                self._channel.put_nowait(ctx)
+            except queue.Full:
+                self._post((_DISPATCH, ctx))
+            return
+        while self._running:
+            try:
+                self._channel.put(ctx, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        self.close_connection(ctx._conn, "broker shutting down")
+
+    # -- finishing requests (any thread) ----------------------------------------------------------
+
+    def send_response(self, conn: Connection, chunks: list[Any]) -> None:
+        if self._send(conn, chunks):
+            self._run_requests(conn, self._next_frame(conn))
+
+    def finish_request(self, conn: Connection) -> None:
+        self._run_requests(conn, self._next_frame(conn))
+
+    def close_connection(self, conn: Connection, reason: str) -> None:
+        with conn.lock:
+            if conn.closed:
+                return
+            conn.closed = True
+            conn.close_reason = reason
+        if self._on_thread():
+            self._close_now(conn)
+        else:
+            self._post((_CLOSE, conn))
+
+    def _send(self, conn: Connection, chunks: list[Any]) -> bool:
+        """Write a response; True if it was written completely, False if the processor will
+        finish it (or the connection is gone)."""
+        out = Outgoing(chunks)
+        failed = None
+        with conn.lock:
+            if conn.closed:
+                return False
+            try:
+                done = out.write_to(conn.sock)
+            except OSError as exc:
+                done = False
+                failed = f"write failed: {exc}"
+                conn.closed = True
+                conn.close_reason = failed
+            else:
+                if done:
+                    conn.last_active = time.monotonic()
+                else:
+                    conn.outgoing = out
+        if failed is not None:
+            if self._on_thread():
+                self._close_now(conn)
+            else:
+                self._post((_CLOSE, conn))
+        elif not done:
+            if self._on_thread():
+                self._update_interest(conn)
+            else:
+                self._post((_WRITABLE, conn))
+        return done
+
+    def _on_writable(self, conn: Connection) -> None:
+        failed = None
+        with conn.lock:
+            out = conn.outgoing
+            if out is None or conn.closed:
+                done = False
+            else:
+                try:
+                    done = out.write_to(conn.sock)
+                except OSError as exc:
+                    done = False
+                    failed = f"write failed: {exc}"
+                    conn.closed = True
+                    conn.close_reason = failed
+                if done:
+                    conn.outgoing = None
+                    conn.last_active = time.monotonic()
+        if failed is not None:
+            self._close_now(conn)
+            return
+        self._update_interest(conn)
+        if done:
+            self._run_requests(conn, self._next_frame(conn))
+
+    def _next_frame(self, conn: Connection) -> tuple[Any, float] | None:
+        """The request after the one just finished: the next pending frame, or None (idle)."""
+        resume = close = False
+        with conn.lock:
+            if conn.closed:
+                return None
+            if conn.pending:
+                item = conn.pending.popleft()
+                conn.pending_bytes -= len(item[0])
+            else:
+                item = None
+                conn.busy = False
+                close = conn.eof
+            if conn.read_paused and not (conn.busy and self._over_cap(conn)):
+                conn.read_paused = False
+                resume = True
+        if close:
+            self.close_connection(conn, "client closed the connection")
+        elif resume:
+            if self._on_thread():
+                self._update_interest(conn)
+            else:
+                self._post((_RESUME, conn))
+        return item
+
+    # -- closing --------------------------------------------------------------------------------
+
+    def _close_now(self, conn: Connection) -> None:
+        """Unregister and close the socket (processor thread; ``conn.closed`` is already set)."""
+        if conn not in self._connections:
+            return
+        self._connections.discard(conn)
+        if conn.interest:
+            try:
+                self._selector.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+            conn.interest = 0
+        with conn.lock:
+            conn.closed = True
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
+            conn.release()
+        log.debug("closed %s: %s", conn.id, conn.close_reason)
+
+    def _close_idle(self, now: float) -> None:
+        limit = now - self._idle_s
+        for conn in list(self._connections):
+            if conn.last_active < limit and not conn.busy:
+                with conn.lock:
+                    if conn.busy or conn.closed or conn.last_active >= limit:
+                        continue
+                    conn.closed = True
+                    conn.close_reason = (f"idle for more than {self._idle_s * 1000:.0f} ms "
+                                         "(connections.max.idle.ms)")
+                self._close_now(conn)

@@ -1,0 +1,226 @@
+"""SocketServer: the listening socket, the Acceptor thread, the Processors, the RequestChannel
+and the request-handler pool, started and stopped together (Kafka's SocketServer plus
+KafkaRequestHandlerPool)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import selectors
+import socket
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from samsa.broker.handler_pool import RequestHandlerPool
+from samsa.broker.network.processor import Processor
+from samsa.broker.request_channel import Dispatcher, RequestChannel
+
+__all__ = ["Acceptor", "SocketServer"]
+
+log = logging.getLogger("samsa.broker.network")
+
+# Read-ahead per connection while one of its requests is being handled (see processor.py).
+DEFAULT_MAX_PENDING_FRAMES = 32
+DEFAULT_MAX_PENDING_BYTES = 4 * 1024 * 1024
+
+
+class Acceptor:
+    """Accepts connections and deals them out to the processors round-robin."""
+
+    def __init__(self, server_socket: socket.socket, processors: list[Processor], *,
+                 send_buffer: int, receive_buffer: int, node_id: int = 0) -> None:
+        self._sock = server_socket
+        self._processors = processors
+        self._send_buffer = send_buffer
+        self._receive_buffer = receive_buffer
+        self._next = itertools.cycle(processors)
+        self._ids = itertools.count()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._sock, selectors.EVENT_READ, "accept")
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name=f"samsa-acceptor-{node_id}",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._running = False
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:
+            pass
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            while self._running:
+                for key, _ in self._selector.select():
+                    if key.data == "accept" and self._running:
+                        self._accept_all()
+        except Exception:  # noqa: BLE001
+            log.exception("acceptor failed; no new connections will be accepted")
+        finally:
+            self._selector.close()
+            self._sock.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _accept_all(self) -> None:
+        while True:
+            try:
+                sock, peer = self._sock.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                # Out of file descriptors and the like: log, and try again on the next event.
+                log.warning("accept failed: %s", exc)
+                return
+            try:
+                self._configure(sock)
+                local = sock.getsockname()
+            except OSError as exc:
+                log.debug("connection from %s failed during setup: %s", peer, exc)
+                sock.close()
+                continue
+            connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._ids)}"
+            next(self._next).accept(sock, connection_id, peer[0])
+
+    def _configure(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._send_buffer != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer)
+        if self._receive_buffer != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
+
+
+class SocketServer:
+    """Listen on ``host:port`` and serve requests with ``dispatcher``.
+
+    ``bind()`` opens the listening socket (``port`` is then the bound port, so port 0 works);
+    ``start()`` binds if needed and starts every thread; ``stop()`` closes the listener and all
+    connections, drops queued requests and joins the threads.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, *,
+                 num_network_threads: int = 3, num_io_threads: int = 8,
+                 max_request_bytes: int = 104_857_600, queued_max_requests: int = 500,
+                 connections_max_idle_ms: int = 600_000, send_buffer_bytes: int = 102_400,
+                 receive_buffer_bytes: int = 102_400, listen_backlog: int = 50,
+                 max_pending_frames: int = DEFAULT_MAX_PENDING_FRAMES,
+                 max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+                 node_id: int = 0, api_versions_range: tuple[int, int] | None = None) -> None:
+        self.host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self._listen_backlog = listen_backlog
+        self._send_buffer = send_buffer_bytes
+        self._receive_buffer = receive_buffer_bytes
+        self._node_id = node_id
+        self.request_channel = RequestChannel(queued_max_requests)
+        self.processors = [
+            Processor(i, self.request_channel, max_request_bytes=max_request_bytes,
+                      idle_ms=connections_max_idle_ms, max_pending_frames=max_pending_frames,
+                      max_pending_bytes=max_pending_bytes, node_id=node_id,
+                      api_versions_range=api_versions_range)
+            for i in range(num_network_threads)
+        ]
+        self.handler_pool = RequestHandlerPool(self.request_channel, dispatcher, num_io_threads,
+                                               node_id)
+        self._server_socket: socket.socket | None = None
+        self._acceptor: Acceptor | None = None
+        self._state_lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], dispatcher: Dispatcher, host: str,
+                    port: int, **extra: Any) -> SocketServer:
+        """Build from broker settings (Kafka's names, as BrokerConfig holds them)."""
+        return cls(
+            dispatcher, host, port,
+            num_network_threads=int(config["num.network.threads"]),
+            num_io_threads=int(config["num.io.threads"]),
+            max_request_bytes=int(config["socket.request.max.bytes"]),
+            queued_max_requests=int(config["queued.max.requests"]),
+            connections_max_idle_ms=int(config["connections.max.idle.ms"]),
+            send_buffer_bytes=int(config["socket.send.buffer.bytes"]),
+            receive_buffer_bytes=int(config["socket.receive.buffer.bytes"]),
+            listen_backlog=int(config["socket.listen.backlog.size"]),
+            node_id=int(config["node.id"]),
+            **extra,
+        )
+
+    @property
+    def port(self) -> int:
+        """The bound port (after bind/start)."""
+        if self._port is None:
+            raise RuntimeError("the socket server is not bound yet: call bind() or start()")
+        return self._port
+
+    @property
+    def connection_count(self) -> int:
+        return sum(p.connection_count for p in self.processors)
+
+    def bind(self) -> int:
+        """Open the listening socket; returns the bound port."""
+        if self._server_socket is not None:
+            return self.port
+        host = self.host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, self._requested_port))
+            sock.listen(self._listen_backlog)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise OSError(exc.errno, f"cannot listen on {host}:{self._requested_port}: "
+                                     f"{exc.strerror}") from None
+        self._server_socket = sock
+        self._port = sock.getsockname()[1]
+        return self._port
+
+    def start(self) -> None:
+        with self._state_lock:
+            if self._started:
+                return
+            if self._stopped:
+                raise RuntimeError("a stopped socket server cannot be restarted")
+            self.bind()
+            assert self._server_socket is not None
+            self.handler_pool.start()
+            for processor in self.processors:
+                processor.start()
+            self._acceptor = Acceptor(self._server_socket, self.processors,
+                                      send_buffer=self._send_buffer,
+                                      receive_buffer=self._receive_buffer, node_id=self._node_id)
+            self._acceptor.start()
+            self._started = True
+        log.info("listening on %s:%d", self.host, self.port)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, close every connection, stop the handler threads."""
+        with self._state_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            started = self._started
+        if not started:
+            if self._server_socket is not None:
+                self._server_socket.close()
+            return
+        if self._acceptor is not None:
+            self._acceptor.stop(timeout)
+        for processor in self.processors:
+            processor.stop()
+        for processor in self.processors:
+            processor.join(timeout)
+        # Requests still queued belong to closed connections: drop them.
+        self.request_channel.drain()
+        self.handler_pool.shutdown(timeout)

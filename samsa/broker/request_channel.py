@@ -1,0 +1,155 @@
+"""The seam between the network layer and the API handlers: RequestContext and RequestChannel.
+
+The network threads (samsa/broker/network) read a frame, decode its header and body and put a
+:class:`RequestContext` on the :class:`RequestChannel`.  A request-handler thread
+(samsa/broker/handler_pool.py, ``num.io.threads`` of them) takes it and calls the
+*dispatcher*, ``Callable[[RequestContext], None]`` (the broker's ``KafkaApis.handle``).
+
+The handler side must end every context with exactly one of:
+
+* ``ctx.respond(response_message)``: encode the response for the request's version and
+  correlation id and send it.  Thread-safe; may be called later from any thread (a parked Fetch
+  completed by a timer or by an append).  File slices (``FileSlice``) in records fields are
+  sent zero-copy with sendfile.
+* ``ctx.no_response()``: nothing is sent (Produce with acks=0).
+* ``ctx.close_connection()``: close this connection (an unsupported version, acks=0 produce
+  whose append failed, a request the handler refuses).
+
+Until then the connection is *muted* for handling: its later requests wait, so requests of one
+connection are handled one at a time and answered in request order (clients pair each response
+with their oldest in-flight request).  If the dispatcher raises, the error is logged and the
+connection is closed, as Kafka does with an unexpected error; the handler thread carries on.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from samsa.protocol import encode_response
+
+__all__ = ["Dispatcher", "RequestChannel", "RequestContext", "ResponseSink"]
+
+
+class ResponseSink(Protocol):
+    """What the network layer offers a context (implemented by the Processor)."""
+
+    def send_response(self, conn: Any, chunks: list[Any]) -> None: ...
+
+    def finish_request(self, conn: Any) -> None: ...
+
+    def close_connection(self, conn: Any, reason: str) -> None: ...
+
+
+class RequestContext:
+    """One decoded request and the way back to its connection.
+
+    ``header``: RequestHeader (``request_api_key``, ``request_api_version``,
+    ``correlation_id``, ``client_id``); ``body``: the decoded request message;
+    ``connection_id``: ``"localhost:port-clienthost:port-n"`` as Kafka names connections;
+    ``client_host``: the peer's address; ``listener``: ``"PLAINTEXT"``; ``received_ms``:
+    when the frame was complete, ``time.monotonic()`` in milliseconds (deadlines such as a
+    Fetch's MaxWaitMs count from here); ``size``: the request's bytes (without the size prefix).
+    """
+
+    __slots__ = ("header", "body", "connection_id", "client_host", "listener", "received_ms",
+                 "size", "_sink", "_conn", "_done")
+
+    def __init__(self, header: Any, body: Any, connection_id: str, client_host: str,
+                 listener: str, received_ms: float, size: int, sink: ResponseSink,
+                 conn: Any) -> None:
+        self.header = header
+        self.body = body
+        self.connection_id = connection_id
+        self.client_host = client_host
+        self.listener = listener
+        self.received_ms = received_ms
+        self.size = size
+        self._sink = sink
+        self._conn = conn
+        self._done = False
+
+    @property
+    def api_key(self) -> int:
+        return int(self.header.request_api_key)
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.request_api_version)
+
+    @property
+    def correlation_id(self) -> int:
+        return int(self.header.correlation_id)
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id  # type: ignore[no-any-return]
+
+    @property
+    def completed(self) -> bool:
+        """True once respond, no_response or close_connection was called."""
+        return self._done
+
+    def _complete(self, how: str) -> None:
+        if self._done:
+            raise RuntimeError(f"{self!r}: {how}() after the request was already completed")
+        self._done = True
+
+    def respond(self, response: Any) -> None:
+        """Send ``response`` (the response message for this request's API) to the client."""
+        # Encode first: if the handler built an invalid response the request stays open and the
+        # handler pool closes the connection when the error propagates.
+        chunks = encode_response(response, self.header.request_api_version,
+                                 self.header.correlation_id)
+        self._complete("respond")
+        self._sink.send_response(self._conn, chunks)
+
+    def no_response(self) -> None:
+        """Send nothing (acks=0 produce); the connection's next request is handled."""
+        self._complete("no_response")
+        self._sink.finish_request(self._conn)
+
+    def close_connection(self, reason: str = "closed by the request handler") -> None:
+        """Close this connection without answering."""
+        self._complete("close_connection")
+        self._sink.close_connection(self._conn, reason)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (f"RequestContext(api_key={h.request_api_key}, version={h.request_api_version}, "
+                f"correlation_id={h.correlation_id}, connection={self.connection_id})")
+
+
+Dispatcher = Callable[[RequestContext], None]
+
+
+class RequestChannel:
+    """The bounded queue (``queued.max.requests``) from network threads to handler threads."""
+
+    def __init__(self, max_queued: int) -> None:
+        self._queue: queue.Queue[RequestContext | None] = queue.Queue(max_queued)
+
+    def put(self, ctx: RequestContext | None, timeout: float | None = None) -> None:
+        """Queue a request (None asks one handler thread to stop); raises queue.Full on timeout."""
+        self._queue.put(ctx, timeout=timeout)
+
+    def put_nowait(self, ctx: RequestContext) -> None:
+        self._queue.put_nowait(ctx)
+
+    def get(self) -> RequestContext | None:
+        return self._queue.get()
+
+    def drain(self) -> list[RequestContext]:
+        """Remove and return everything queued (at shutdown)."""
+        items: list[RequestContext] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return items
+            if item is not None:
+                items.append(item)
+
+    def __len__(self) -> int:
+        return self._queue.qsize()
