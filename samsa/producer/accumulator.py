@@ -1,0 +1,886 @@
+"""RecordAccumulator: per-partition queues of batches between send() and the Sender thread.
+
+The architecture of Kafka's Java ``RecordAccumulator`` (seeds 000/002, modern 4.x behaviour):
+
+* ``append`` (caller's thread, the producer's hot path): per topic a dict partition -> deque
+  of :class:`~samsa.producer.batch.ProducerBatch`, each deque with its own lock.  Try the
+  deque's last batch under the lock; if it is full, allocate memory from the
+  :class:`~samsa.producer.buffer_pool.BufferPool` *outside* the lock (this may block up to
+  max.block.ms), then re-lock and retry the last batch before creating a new one, so that
+  concurrent appenders do not leave half-empty batches behind.  Records without a partition
+  (``UNKNOWN_PARTITION``) go to the topic's sticky partition
+  (:class:`~samsa.producer.partitioner.BuiltInPartitioner`), validated again under the lock.
+  ``abort_on_new_batch=True`` returns before creating a batch (for custom partitioners that
+  want to choose again).  The result says whether a batch filled up or was created: the
+  producer then wakes the Sender.
+* ``ready(cluster, now_ms)`` (Sender): leaders of partitions with a sendable first batch
+  (full, linger.ms expired, memory exhausted, flushing, closing; not while retry-backing-off
+  or muted), the delay until the next check, and topics with unknown leaders.  It also
+  rebuilds the adaptive partitioner's load stats from queue lengths.
+* ``drain(cluster, node_ids, max_size, now_ms)`` (Sender): per node, up to max_size bytes of
+  first batches, starting at a per-node rotating index so no partition starves; assigns
+  producer id/epoch/sequence when a transaction manager (idempotence) is present; builds
+  the batches' bytes.
+* ``expired_batches(now_ms)``, ``reenqueue(batch, now_ms)`` (head of the deque, backoff via
+  attempts), ``split_and_reenqueue(batch)``, ``mute/unmute`` (one in-flight batch per
+  partition when ordering requires it), ``deallocate(batch)`` after completion,
+  ``begin_flush/await_flush_completion``, ``abort_incomplete_batches`` for close(timeout=0).
+
+All ``now_ms`` values come from one monotonic clock, :func:`monotonic_ms` (record timestamps
+are wall-clock and separate).  The cluster view is the small :class:`AccumulatorCluster`
+protocol; the transaction manager (idempotence) the :class:`TransactionManagerView` protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from samsa.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from samsa.producer.batch import (
+    CompressionRatioEstimator,
+    ProducerBatch,
+    TopicPartition,
+    estimate_size_upper_bound,
+    monotonic_ms,
+)
+from samsa.producer.buffer_pool import BufferPool
+from samsa.producer.future import ProduceRequestResult, RecordCallback, RecordFuture
+from samsa.producer.partitioner import UNKNOWN_PARTITION, BuiltInPartitioner, ClusterView, StickyPartitionInfo
+from samsa.records.batch_header import NO_SEQUENCE, Compression
+from samsa.records.builder import Header, RecordBatchBuilder
+
+__all__ = [
+    "MAX_DELAY_MS",
+    "AccumulatorCluster",
+    "ExponentialBackoff",
+    "NodeLatencyStats",
+    "ProducerIdAndEpoch",
+    "ReadyCheckResult",
+    "RecordAccumulator",
+    "RecordAppendResult",
+    "TransactionManagerView",
+    "monotonic_ms",
+]
+
+MAX_DELAY_MS = 2**63 - 1
+"""Java's Long.MAX_VALUE: "no deadline" for next_ready_check_delay_ms and expiry times."""
+
+RETRY_BACKOFF_EXP_BASE = 2
+RETRY_BACKOFF_JITTER = 0.2
+
+
+class AccumulatorCluster(ClusterView, Protocol):
+    """The metadata the accumulator needs (partitioner's view plus leaders)."""
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        """Node id of the partition's leader, None if unknown."""
+        ...
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int | None:
+        """The partition's leader epoch, None if unknown."""
+        ...
+
+    def partitions_for_node(self, node_id: int) -> Sequence[tuple[str, int]]:
+        """(topic, partition) pairs led by ``node_id``, in a stable order."""
+        ...
+
+
+class ProducerIdAndEpoch(NamedTuple):
+    producer_id: int
+    epoch: int
+
+    def is_valid(self) -> bool:
+        return self.producer_id >= 0
+
+
+class TransactionManagerView(Protocol):
+    """What drain()/reenqueue() ask the idempotence/transaction state (Java's TransactionManager)."""
+
+    def producer_id_and_epoch(self) -> ProducerIdAndEpoch: ...
+
+    def is_transactional(self) -> bool: ...
+
+    def is_completing(self) -> bool: ...
+
+    def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool: ...
+
+    def has_inflight_batches(self, tp: TopicPartition) -> bool: ...
+
+    def has_stale_producer_id_and_epoch(self, tp: TopicPartition) -> bool: ...
+
+    def has_unresolved_sequence(self, tp: TopicPartition) -> bool: ...
+
+    def first_in_flight_sequence(self, tp: TopicPartition) -> int: ...
+
+    def maybe_update_producer_id_and_epoch(self, tp: TopicPartition) -> None: ...
+
+    def sequence_number(self, tp: TopicPartition) -> int: ...
+
+    def increment_sequence_number(self, tp: TopicPartition, increment: int) -> None: ...
+
+    def add_in_flight_batch(self, batch: ProducerBatch) -> None: ...
+
+
+class ExponentialBackoff:
+    """``initial * base**attempts`` with +-jitter, capped at ``maximum`` (Java's class)."""
+
+    __slots__ = ("initial", "multiplier", "maximum", "jitter", "_exp_max")
+
+    def __init__(self, initial: float, multiplier: float, maximum: float, jitter: float) -> None:
+        self.initial = min(initial, maximum)
+        self.multiplier = multiplier
+        self.maximum = maximum
+        self.jitter = jitter
+        self._exp_max = (
+            math.log(maximum / max(initial, 1)) / math.log(multiplier) if maximum > initial else 0.0
+        )
+
+    def backoff(self, attempts: int) -> int:
+        if self._exp_max == 0:
+            return int(self.initial)
+        term = self.initial * self.multiplier ** min(attempts, self._exp_max)
+        factor = random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
+        return int(min(factor * term, self.maximum))
+
+
+class RecordAppendResult(NamedTuple):
+    future: RecordFuture | None
+    batch_is_full: bool
+    new_batch_created: bool
+    abort_for_new_batch: bool
+    appended_bytes: int
+    partition: int  # the partition the record went to (the sticky one for UNKNOWN_PARTITION)
+
+
+class ReadyCheckResult(NamedTuple):
+    ready_nodes: set[int]
+    next_ready_check_delay_ms: int
+    unknown_leader_topics: set[str]
+
+
+class NodeLatencyStats:
+    """When a node last had data ready and last could take it (partitioner.availability.timeout.ms)."""
+
+    __slots__ = ("ready_time_ms", "drain_time_ms")
+
+    def __init__(self, now_ms: int) -> None:
+        self.ready_time_ms = now_ms
+        self.drain_time_ms = now_ms
+
+
+class _PartitionDeque(deque[ProducerBatch]):
+    """A partition's batches plus the lock that guards them (Java synchronizes on the deque)."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+
+class _TopicInfo:
+    __slots__ = ("batches", "partitioner")
+
+    def __init__(self, partitioner: BuiltInPartitioner) -> None:
+        self.batches: dict[int, _PartitionDeque] = {}
+        self.partitioner = partitioner
+
+
+class _IncompleteBatches:
+    """Batches appended but not yet completed and deallocated (sent or not)."""
+
+    __slots__ = ("_lock", "_batches")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: set[ProducerBatch] = set()
+
+    def add(self, batch: ProducerBatch) -> None:
+        with self._lock:
+            self._batches.add(batch)
+
+    def remove(self, batch: ProducerBatch) -> None:
+        with self._lock:
+            try:
+                self._batches.remove(batch)
+            except KeyError:
+                raise IllegalStateError(
+                    f"{batch!r} is not an incomplete batch (deallocated twice?)"
+                ) from None
+
+    def copy_all(self) -> list[ProducerBatch]:
+        with self._lock:
+            return list(self._batches)
+
+    def request_results(self) -> list[ProduceRequestResult]:
+        with self._lock:
+            return [batch.result for batch in self._batches]
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+
+class RecordAccumulator:
+    """Queues records per partition into batches for the Sender; see the module docstring."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        buffer_pool: BufferPool,
+        *,
+        compression: Compression | str = Compression.NONE,
+        compression_level: int | None = None,
+        linger_ms: int = 5,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        delivery_timeout_ms: int = 120000,
+        enable_adaptive_partitioning: bool = True,
+        partition_availability_timeout_ms: int = 0,
+        transaction_manager: TransactionManagerView | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if isinstance(compression, str):
+            compression = Compression[compression.upper()]
+        self._batch_size = max(1, batch_size)
+        self._free = buffer_pool
+        self._compression = Compression(compression)
+        self._compression_level = compression_level
+        self._linger_ms = linger_ms
+        self._retry_backoff = ExponentialBackoff(
+            retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, retry_backoff_max_ms, RETRY_BACKOFF_JITTER
+        )
+        self._delivery_timeout_ms = delivery_timeout_ms
+        self._adaptive = enable_adaptive_partitioning
+        self._availability_timeout_ms = partition_availability_timeout_ms
+        self._tm = transaction_manager
+        self._clock = monotonic_ms if clock is None else clock
+        self._estimator = CompressionRatioEstimator()
+        self._topics: dict[str, _TopicInfo] = {}
+        self._topics_lock = threading.Lock()
+        self._node_stats: dict[int, NodeLatencyStats] = {}
+        self._incomplete = _IncompleteBatches()
+        # One element per append in flight: list.append/pop are atomic, += on an int is not.
+        self._appends_in_progress: list[None] = []
+        self._flushes_lock = threading.Lock()
+        self._flushes_in_progress = 0
+        self._closed = False
+        # Sender-thread only state.
+        self._muted: set[tuple[str, int]] = set()
+        self._nodes_drain_index: dict[int, int] = {}
+        self._next_batch_expiry_time_ms = MAX_DELAY_MS
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], transaction_manager: TransactionManagerView | None = None
+    ) -> RecordAccumulator:
+        """Build from a :class:`~samsa.producer.config.ProducerConfig`, with its own BufferPool."""
+        batch_size = max(1, config["batch.size"])
+        codec = config["compression.type"]
+        level_key = f"compression.{codec}.level"
+        return cls(
+            batch_size,
+            BufferPool(config["buffer.memory"], batch_size),
+            compression=codec,
+            compression_level=config[level_key] if level_key in config else None,
+            linger_ms=config["linger.ms"],
+            retry_backoff_ms=config["retry.backoff.ms"],
+            retry_backoff_max_ms=config["retry.backoff.max.ms"],
+            delivery_timeout_ms=config["delivery.timeout.ms"],
+            enable_adaptive_partitioning=config["partitioner.adaptive.partitioning.enable"],
+            partition_availability_timeout_ms=config["partitioner.availability.timeout.ms"],
+            transaction_manager=transaction_manager,
+        )
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    @property
+    def buffer_pool(self) -> BufferPool:
+        return self._free
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def delivery_timeout_ms(self) -> int:
+        return self._delivery_timeout_ms
+
+    @property
+    def compression_ratio_estimator(self) -> CompressionRatioEstimator:
+        return self._estimator
+
+    def _topic_info(self, topic: str) -> _TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            with self._topics_lock:
+                info = self._topics.get(topic)
+                if info is None:
+                    info = _TopicInfo(BuiltInPartitioner(topic, self._batch_size))
+                    # Replace the dict (copy-on-write): readers iterate without locks.
+                    topics = dict(self._topics)
+                    topics[topic] = info
+                    self._topics = topics
+        return info
+
+    def _deque_for(self, info: _TopicInfo, partition: int) -> _PartitionDeque:
+        dq = info.batches.get(partition)
+        if dq is None:
+            with self._topics_lock:
+                dq = info.batches.get(partition)
+                if dq is None:
+                    dq = _PartitionDeque()
+                    batches = dict(info.batches)
+                    batches[partition] = dq
+                    info.batches = batches
+        return dq
+
+    def get_deque(self, topic: str, partition: int) -> deque[ProducerBatch] | None:
+        info = self._topics.get(topic)
+        if info is None:
+            return None
+        return info.batches.get(partition)
+
+    def _get_or_create_deque(self, tp: tuple[str, int]) -> _PartitionDeque:
+        return self._deque_for(self._topic_info(tp[0]), tp[1])
+
+    def built_in_partitioner(self, topic: str) -> BuiltInPartitioner:
+        return self._topic_info(topic).partitioner
+
+    # -- append (caller's thread) ---------------------------------------------------------------
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+        max_time_to_block_ms: float,
+        abort_on_new_batch: bool,
+        now_ms: int,
+        cluster: ClusterView,
+    ) -> RecordAppendResult:
+        """Add a record to its partition's last batch or a new one; see the module docstring.
+
+        ``partition`` may be UNKNOWN_PARTITION (-1): the topic's sticky partition is used.
+        Raises BufferExhaustedError after ``max_time_to_block_ms`` without memory, and
+        ProducerClosedError once the accumulator is closed.
+        """
+        info = self._topics.get(topic)
+        if info is None:
+            info = self._topic_info(topic)
+        in_progress = self._appends_in_progress
+        in_progress.append(None)
+        buffer: bytearray | None = None
+        try:
+            while True:
+                sticky: StickyPartitionInfo | None
+                if partition == UNKNOWN_PARTITION:
+                    sticky = info.partitioner.peek_current_partition_info(cluster)
+                    effective = sticky.partition
+                else:
+                    sticky = None
+                    effective = partition
+                dq = info.batches.get(effective)
+                if dq is None:
+                    dq = self._deque_for(info, effective)
+                with dq.lock:
+                    if sticky is not None and self._partition_changed(info, sticky, dq, cluster):
+                        continue
+                    result = self._try_append(timestamp, key, value, headers, callback, dq, now_ms, effective, sticky)
+                    if result is not None:
+                        if sticky is not None:
+                            last = dq[-1]
+                            info.partitioner.update_partition_info(
+                                sticky, result.appended_bytes, cluster, last.is_full()
+                            )
+                        return result
+
+                if abort_on_new_batch:
+                    return RecordAppendResult(None, False, False, True, 0, effective)
+
+                if buffer is None:
+                    size = max(self._batch_size, estimate_size_upper_bound(key, value, headers))
+                    # May block for max.block.ms; no deque lock is held here.
+                    buffer = self._free.allocate(size, max_time_to_block_ms)
+                    now_ms = self._clock()
+
+                with dq.lock:
+                    if sticky is not None and self._partition_changed(info, sticky, dq, cluster):
+                        continue
+                    result = self._append_new_batch(
+                        topic, effective, dq, timestamp, key, value, headers, callback, buffer, now_ms, sticky
+                    )
+                    if result.new_batch_created:
+                        buffer = None  # owned by the batch now
+                    if sticky is not None:
+                        info.partitioner.update_partition_info(
+                            sticky, result.appended_bytes, cluster, dq[-1].is_full()
+                        )
+                    return result
+        finally:
+            if buffer is not None:
+                self._free.deallocate(buffer)
+            in_progress.pop()
+
+    def _partition_changed(
+        self, info: _TopicInfo, sticky: StickyPartitionInfo, dq: _PartitionDeque, cluster: ClusterView
+    ) -> bool:
+        """Under the deque lock: did another thread switch the sticky partition?  Also finishes
+        a switch that was postponed while the partition's last batch was not full."""
+        partitioner = info.partitioner
+        if partitioner.is_partition_changed(sticky):
+            return True
+        if not dq or dq[-1].is_full():
+            partitioner.update_partition_info(sticky, 0, cluster, True)
+            return partitioner.is_partition_changed(sticky)
+        return False
+
+    def _try_append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+        dq: _PartitionDeque,
+        now_ms: int,
+        partition: int,
+        sticky: StickyPartitionInfo | None,
+    ) -> RecordAppendResult | None:
+        if self._closed:
+            raise ProducerClosedError("Producer closed while send in progress")
+        if not dq:
+            return None
+        last = dq[-1]
+        if sticky is not None:
+            initial = last.builder.estimated_size
+        future = last.try_append(timestamp, key, value, headers, callback, now_ms)
+        if future is None:
+            last.close_for_record_appends()
+            return None
+        appended = last.builder.estimated_size - initial if sticky is not None else 0
+        return RecordAppendResult(future, len(dq) > 1 or last.is_full(), False, False, appended, partition)
+
+    def _append_new_batch(
+        self,
+        topic: str,
+        partition: int,
+        dq: _PartitionDeque,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+        buffer: bytearray,
+        now_ms: int,
+        sticky: StickyPartitionInfo | None,
+    ) -> RecordAppendResult:
+        result = self._try_append(timestamp, key, value, headers, callback, dq, now_ms, partition, sticky)
+        if result is not None:
+            # Another thread created a batch while we waited for memory; use it.
+            return result
+        builder = RecordBatchBuilder(
+            compression=self._compression,
+            compression_level=self._compression_level,
+            batch_size_limit=len(buffer),
+            estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
+        )
+        batch = ProducerBatch(TopicPartition(topic, partition), builder, now_ms, buffer=buffer, initial_capacity=len(buffer))
+        future = batch.try_append(timestamp, key, value, headers, callback, now_ms)
+        if future is None:  # the records builder always takes a first record
+            raise IllegalStateError(f"a new batch for {topic}-{partition} refused its first record")
+        dq.append(batch)
+        self._incomplete.add(batch)
+        return RecordAppendResult(
+            future, len(dq) > 1 or batch.is_full(), True, False, batch.estimated_size_in_bytes(), partition
+        )
+
+    # -- ready (Sender thread) ----------------------------------------------------------------
+
+    def ready(self, cluster: AccumulatorCluster, now_ms: int) -> ReadyCheckResult:
+        """Nodes with sendable data, ms until the next check is due, topics without leaders."""
+        ready_nodes: set[int] = set()
+        unknown_leader_topics: set[str] = set()
+        next_delay = MAX_DELAY_MS
+        exhausted = self._free.queued() > 0
+        for topic, info in self._topics.items():
+            next_delay = self._partition_ready(
+                cluster, now_ms, topic, info, next_delay, ready_nodes, unknown_leader_topics, exhausted
+            )
+        return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+
+    def _partition_ready(
+        self,
+        cluster: AccumulatorCluster,
+        now_ms: int,
+        topic: str,
+        info: _TopicInfo,
+        next_delay: int,
+        ready_nodes: set[int],
+        unknown_leader_topics: set[str],
+        exhausted: bool,
+    ) -> int:
+        batches = info.batches
+        queue_sizes: list[int] | None = None
+        partition_ids: list[int] | None = None
+        if self._adaptive:
+            count = cluster.partition_count(topic)
+            # Weigh only once every partition has a deque: a partition missing from the
+            # table could never be picked.
+            if count is not None and len(batches) >= count:
+                queue_sizes = [0] * len(batches)
+                partition_ids = [0] * len(batches)
+        qi = -1
+        for partition, dq in batches.items():
+            leader = cluster.leader_for(topic, partition)
+            if leader is not None and queue_sizes is not None:
+                qi += 1
+                partition_ids[qi] = partition  # type: ignore[index]
+                queue_sizes[qi] = 0
+            if not dq:  # most deques are empty; skip them without locking
+                continue
+            leader_epoch = cluster.leader_epoch_for(topic, partition)
+            with dq.lock:
+                if not dq:
+                    continue
+                batch = dq[0]
+                waited = batch.waited_time_ms(now_ms)
+                batch.maybe_update_leader_epoch(leader_epoch)
+                backing_off = self._should_backoff(batch.has_leader_changed_for_the_ongoing_retry(), batch, waited)
+                attempts = batch.attempts
+                dq_size = len(dq)
+                full = dq_size > 1 or batch.is_full()
+            if leader is None:
+                unknown_leader_topics.add(topic)
+                continue
+            if queue_sizes is not None:
+                queue_sizes[qi] = dq_size
+            if self._availability_timeout_ms > 0:
+                stats = self._node_stats.get(leader)
+                if stats is not None and stats.ready_time_ms - stats.drain_time_ms > self._availability_timeout_ms:
+                    qi -= 1  # leave this partition out of the adaptive table
+            if leader in ready_nodes or (topic, partition) in self._muted:
+                continue
+            time_to_wait = (
+                self._retry_backoff.backoff(attempts - 1 if attempts > 0 else 0) if backing_off else self._linger_ms
+            )
+            sendable = (
+                full
+                or waited >= time_to_wait
+                or exhausted
+                or self._closed
+                or self._flushes_in_progress > 0
+                or (self._tm is not None and self._tm.is_completing())
+            )
+            if sendable and not backing_off:
+                ready_nodes.add(leader)
+            else:
+                # Conservative: a node may turn out ready sooner through another partition.
+                next_delay = min(max(time_to_wait - waited, 0), next_delay)
+        info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, qi + 1)
+        return next_delay
+
+    def _should_backoff(self, leader_changed: bool, batch: ProducerBatch, waited_ms: int) -> bool:
+        attempts = batch.attempts
+        if attempts == 0 or leader_changed:
+            return False
+        return waited_ms < self._retry_backoff.backoff(attempts - 1)
+
+    def has_undrained(self) -> bool:
+        for info in self._topics.values():
+            for dq in info.batches.values():
+                if dq:
+                    return True
+        return False
+
+    # -- drain (Sender thread) ----------------------------------------------------------------
+
+    def drain(
+        self, cluster: AccumulatorCluster, nodes: Iterable[int], max_size: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        """Per node, first batches of its partitions totalling at most ``max_size`` bytes
+        (one batch always goes, even if larger)."""
+        return {node: self._drain_batches_for_one_node(cluster, node, max_size, now_ms) for node in nodes}
+
+    def _drain_batches_for_one_node(
+        self, cluster: AccumulatorCluster, node: int, max_size: int, now_ms: int
+    ) -> list[ProducerBatch]:
+        ready: list[ProducerBatch] = []
+        parts = cluster.partitions_for_node(node)
+        n = len(parts)
+        if not n:
+            return ready
+        size = 0
+        start = self._nodes_drain_index.get(node, 0) % n
+        tm = self._tm
+        for i in range(n):
+            index = (start + i) % n
+            # Remember where we are so the next drain starts here (no partition starves).
+            self._nodes_drain_index[node] = index
+            topic, partition = parts[index]
+            if (topic, partition) in self._muted:
+                continue
+            info = self._topics.get(topic)
+            dq = info.batches.get(partition) if info is not None else None
+            if dq is None:
+                continue
+            leader_epoch = cluster.leader_epoch_for(topic, partition)
+            with dq.lock:
+                if not dq:
+                    continue
+                first = dq[0]
+                first.maybe_update_leader_epoch(leader_epoch)
+                if self._should_backoff(
+                    first.has_leader_changed_for_the_ongoing_retry(), first, first.waited_time_ms(now_ms)
+                ):
+                    continue
+                if size + first.estimated_size_in_bytes() > max_size and ready:
+                    # A single batch larger than max_size still goes, alone.
+                    break
+                tp = first.topic_partition
+                if tm is not None and self._should_stop_drain_batches_for_partition(first, tp):
+                    break
+                batch = dq.popleft()
+                if tm is not None and not batch.has_sequence():
+                    pid_epoch = tm.producer_id_and_epoch()
+                    # A new epoch or id resets the partition's sequence; only with nothing in flight
+                    # (guaranteed by _should_stop_drain_batches_for_partition).
+                    tm.maybe_update_producer_id_and_epoch(tp)
+                    batch.set_producer_state(
+                        pid_epoch.producer_id, pid_epoch.epoch, tm.sequence_number(tp), tm.is_transactional()
+                    )
+                    tm.increment_sequence_number(tp, batch.record_count)
+                    tm.add_in_flight_batch(batch)
+            # Building (compression, CRC) happens outside the lock.
+            size += len(batch.close(self._estimator))
+            ready.append(batch)
+            batch.drained(now_ms)
+        return ready
+
+    def _should_stop_drain_batches_for_partition(self, first: ProducerBatch, tp: TopicPartition) -> bool:
+        tm = self._tm
+        assert tm is not None
+        if not tm.is_send_to_partition_allowed(tp):
+            return True
+        if not tm.producer_id_and_epoch().is_valid():
+            return True  # wait for InitProducerId
+        if not first.has_sequence():
+            if tm.has_inflight_batches(tp) and tm.has_stale_producer_id_and_epoch(tp):
+                # New epoch/id: sequence 0 must not overtake batches still in flight.
+                return True
+            if tm.has_unresolved_sequence(tp):
+                return True
+        first_in_flight = tm.first_in_flight_sequence(tp)
+        # A retried batch waits until it is the first in flight: one in-flight batch during retries.
+        return first_in_flight != NO_SEQUENCE and first.has_sequence() and first.base_sequence != first_in_flight
+
+    # -- expiry, retries, splitting (Sender thread) ----------------------------------------------
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than delivery.timeout.ms (head first)."""
+        expired: list[ProducerBatch] = []
+        timeout = self._delivery_timeout_ms
+        for info in self._topics.values():
+            for dq in info.batches.values():
+                with dq.lock:
+                    while dq:
+                        batch = dq[0]
+                        if batch.has_reached_delivery_timeout(now_ms, timeout):
+                            dq.popleft()
+                            batch.abort_record_appends()
+                            expired.append(batch)
+                        else:
+                            self.maybe_update_next_batch_expiry_time(batch)
+                            break
+        return expired
+
+    def next_expiry_time_ms(self) -> int:
+        return self._next_batch_expiry_time_ms
+
+    def reset_next_batch_expiry_time(self) -> None:
+        self._next_batch_expiry_time_ms = MAX_DELAY_MS
+
+    def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
+        self._next_batch_expiry_time_ms = min(
+            self._next_batch_expiry_time_ms, batch.created_ms + self._delivery_timeout_ms
+        )
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a failed batch back at the head of its deque for a retry (after backoff)."""
+        batch.reenqueued(now_ms)
+        dq = self._get_or_create_deque(batch.topic_partition)
+        with dq.lock:
+            if self._tm is not None:
+                self._insert_in_sequence_order(dq, batch)
+            else:
+                dq.appendleft(batch)
+
+    def split_and_reenqueue(self, big_batch: ProducerBatch) -> int:
+        """Split a batch the broker refused as too large; returns the number of new batches.
+
+        The caller still deallocates ``big_batch``.
+        """
+        ratio = big_batch.builder.estimated_size / max(1, big_batch.builder.uncompressed_size)
+        self._estimator.set_estimation(big_batch.topic, int(self._compression), max(1.0, ratio))
+        new_batches = big_batch.split(self._batch_size)
+        dq = self._get_or_create_deque(big_batch.topic_partition)
+        for batch in reversed(new_batches):
+            self._incomplete.add(batch)
+            with dq.lock:
+                if self._tm is not None:
+                    self._tm.add_in_flight_batch(batch)
+                    self._insert_in_sequence_order(dq, batch)
+                else:
+                    dq.appendleft(batch)
+        return len(new_batches)
+
+    def _insert_in_sequence_order(self, dq: _PartitionDeque, batch: ProducerBatch) -> None:
+        """Re-enqueue keeping the deque ordered by sequence (several batches may come back)."""
+        if batch.base_sequence == NO_SEQUENCE:
+            raise IllegalStateError(
+                f"re-enqueueing {batch!r} without a sequence although idempotence is enabled"
+            )
+        assert self._tm is not None
+        if not self._tm.has_inflight_batches(batch.topic_partition):
+            raise IllegalStateError(
+                f"re-enqueueing {batch!r} (base sequence {batch.base_sequence}) which is not tracked as in flight"
+            )
+        ahead: list[ProducerBatch] = []
+        while dq and dq[0].has_sequence() and dq[0].base_sequence < batch.base_sequence:
+            ahead.append(dq.popleft())
+        dq.appendleft(batch)
+        for earlier in reversed(ahead):
+            dq.appendleft(earlier)
+
+    # -- ordering ------------------------------------------------------------------------------
+
+    def mute_partition(self, tp: tuple[str, int]) -> None:
+        self._muted.add((tp[0], tp[1]))
+
+    def unmute_partition(self, tp: tuple[str, int]) -> None:
+        self._muted.discard((tp[0], tp[1]))
+
+    def is_muted(self, tp: tuple[str, int]) -> bool:
+        return (tp[0], tp[1]) in self._muted
+
+    # -- adaptive partitioning input from the Sender ----------------------------------------------
+
+    def update_node_latency_stats(self, node_id: int, now_ms: int, can_drain: bool) -> None:
+        """Sender: a node had data ready (and could take it if ``can_drain``)."""
+        if self._availability_timeout_ms <= 0:
+            return
+        stats = self._node_stats.get(node_id)
+        if stats is None:
+            stats = self._node_stats.setdefault(node_id, NodeLatencyStats(now_ms))
+        if can_drain:
+            stats.drain_time_ms = now_ms
+        stats.ready_time_ms = now_ms
+
+    def node_latency_stats(self, node_id: int) -> NodeLatencyStats | None:
+        return self._node_stats.get(node_id)
+
+    # -- completion, flush, close ------------------------------------------------------------------
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """Forget a completed batch and return its memory (split batches own none)."""
+        self._incomplete.remove(batch)
+        if not batch.is_split_batch:
+            buffer, batch.buffer = batch.buffer, None
+            self._free.deallocate(buffer, batch.initial_capacity)
+
+    def has_incomplete(self) -> bool:
+        return len(self._incomplete) > 0
+
+    def incomplete_count(self) -> int:
+        return len(self._incomplete)
+
+    def flush_in_progress(self) -> bool:
+        return self._flushes_in_progress > 0
+
+    def begin_flush(self) -> None:
+        """Make every batch ready now (until await_flush_completion returns)."""
+        with self._flushes_lock:
+            self._flushes_in_progress += 1
+
+    def await_flush_completion(self, timeout: float | None = None) -> None:
+        """Wait until every batch incomplete at the call completes (``timeout`` in seconds)."""
+        try:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            for result in self._incomplete.request_results():
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not result.wait(remaining):
+                    raise KafkaTimeoutError(
+                        f"flush(): the batch for {result.topic}-{result.partition} and "
+                        f"{len(self._incomplete) - 1} other batches to be acknowledged",
+                        None if timeout is None else timeout * 1000.0,
+                    )
+        finally:
+            with self._flushes_lock:
+                self._flushes_in_progress -= 1
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """No more appends; every remaining batch becomes ready.  Wakes memory waiters."""
+        self._closed = True
+        self._free.close()
+
+    def abort_incomplete_batches(self, error: BaseException | None = None) -> None:
+        """close(timeout=0): fail every incomplete batch, sent or not (Sender thread)."""
+        if error is None:
+            error = ProducerClosedError("Producer was closed forcefully before the record was acknowledged")
+        # Appends racing with close may still add a batch: repeat until none is in progress.
+        while True:
+            self._abort_batches(error)
+            if not self._appends_in_progress:
+                break
+            time.sleep(0.001)
+        self._abort_batches(error)
+        with self._topics_lock:
+            self._topics = {}
+
+    def _abort_batches(self, error: BaseException) -> None:
+        for batch in self._incomplete.copy_all():
+            dq = self.get_deque(batch.topic, batch.partition)
+            if dq is not None:
+                with dq.lock:  # type: ignore[attr-defined]
+                    batch.abort_record_appends()
+                    try:
+                        dq.remove(batch)
+                    except ValueError:
+                        pass  # in flight, not queued
+            else:
+                batch.abort_record_appends()
+            if not batch.is_done():
+                batch.abort(error)
+            self.deallocate(batch)
+
+    def abort_undrained_batches(self, error: KafkaError) -> None:
+        """Fail the batches never sent (still queued); in-flight ones are left to complete."""
+        for batch in self._incomplete.copy_all():
+            dq = self.get_deque(batch.topic, batch.partition)
+            aborted = False
+            if dq is not None:
+                with dq.lock:  # type: ignore[attr-defined]
+                    undrained = (not batch.has_sequence()) if self._tm is not None else (not batch.is_closed)
+                    if undrained:
+                        aborted = True
+                        batch.abort_record_appends()
+                        try:
+                            dq.remove(batch)
+                        except ValueError:
+                            pass
+            if aborted:
+                batch.abort(error)
+                self.deallocate(batch)
