@@ -112,6 +112,21 @@ def client(apis: KafkaApis) -> Client:
 
 
 @pytest.fixture
+def make_client(log_manager: LogManager) -> Iterator[Any]:
+    """A Client over another KafkaApis (same logs) built with the given broker config."""
+    made: list[KafkaApis] = []
+
+    def make(config: dict[str, Any]) -> Client:
+        apis = KafkaApis(log_manager, node=BrokerNode(node_id=1, port=19092), config=config)
+        made.append(apis)
+        return Client(apis)
+
+    yield make
+    for apis in made:
+        apis.close()
+
+
+@pytest.fixture
 def make_batch() -> Any:
     return batch
 
