@@ -92,8 +92,12 @@ class Range:
     def __call__(self, name: str, value: Any) -> Any:
         if value is None or value in self.also:
             return value
-        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
-            raise ConfigError(name, f"value {value!r} is out of range: must be {self.describe()}")
+        if (self.min is not None and value < self.min) or (
+            self.max is not None and value > self.max
+        ):
+            raise ConfigError(
+                name, f"value {value!r} is out of range: must be {self.describe()}"
+            )
         return value
 
     def describe(self) -> str:
@@ -230,10 +234,14 @@ def _convert(entry: ConfigEntry, type_: Type, value: Any) -> Any:
             value = int(value)
         elif not isinstance(value, int):
             raise _bad_type(entry, value)
-        low, high = (_INT32_MIN, _INT32_MAX) if type_ is Type.INT else (_INT64_MIN, _INT64_MAX)
+        low, high = (
+            (_INT32_MIN, _INT32_MAX) if type_ is Type.INT else (_INT64_MIN, _INT64_MAX)
+        )
         if not low <= value <= high:
             bits = 32 if type_ is Type.INT else 64
-            raise ConfigError(entry.name, f"value {value} does not fit a signed {bits}-bit integer")
+            raise ConfigError(
+                entry.name, f"value {value} does not fit a signed {bits}-bit integer"
+            )
         return value
     if type_ is Type.DOUBLE:
         if isinstance(value, bool):
@@ -264,7 +272,9 @@ def _convert(entry: ConfigEntry, type_: Type, value: Any) -> Any:
         raise _bad_type(entry, value)
     if type_ is Type.LIST:
         if isinstance(value, str):
-            items: list[Any] = [part.strip() for part in value.split(",") if part.strip()]
+            items: list[Any] = [
+                part.strip() for part in value.split(",") if part.strip()
+            ]
         elif isinstance(value, (list, tuple)):
             items = [item.strip() if isinstance(item, str) else item for item in value]
         else:
@@ -295,14 +305,18 @@ def _resolve_class(entry: ConfigEntry, spec: str) -> Any:
         module_name, _, attr = spec.rpartition(".")
     known = f"; known names: {', '.join(entry.aliases)}" if entry.aliases else ""
     if not module_name or not attr:
-        raise ConfigError(entry.name, f"cannot resolve {spec!r}: use 'package.module:Name'{known}")
+        raise ConfigError(
+            entry.name, f"cannot resolve {spec!r}: use 'package.module:Name'{known}"
+        )
     try:
         module = importlib.import_module(module_name)
         obj = module
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(entry.name, f"cannot import {spec!r} ({exc}){known}") from None
+        raise ConfigError(
+            entry.name, f"cannot import {spec!r} ({exc}){known}"
+        ) from None
     return obj
 
 
@@ -350,7 +364,9 @@ class ConfigDef:
 
     def describe(self) -> str:
         """One line per setting, sorted by name, for ``--help`` texts and docs."""
-        return "\n".join(self._entries[name].describe() for name in sorted(self._entries))
+        return "\n".join(
+            self._entries[name].describe() for name in sorted(self._entries)
+        )
 
     def canonical_name(self, key: str) -> str:
         """The dotted name for ``key`` (dotted or underscored), or ConfigError if unknown."""
@@ -360,7 +376,11 @@ class ConfigDef:
         if dotted in self._entries:
             return dotted
         matches = difflib.get_close_matches(dotted, self._entries, n=3, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
+        hint = (
+            f"; did you mean {' or '.join(repr(m) for m in matches)}?"
+            if matches
+            else ""
+        )
         raise ConfigError(key, f"unknown {self.owner} setting{hint}")
 
     def parse_values(
@@ -374,11 +394,15 @@ class ConfigDef:
                 raise ConfigError(repr(key), "setting names must be strings")
             name = self.canonical_name(key)
             if name in given and spelled[name] != key:
-                raise ConfigError(name, f"given twice, as {spelled[name]!r} and as {key!r}")
+                raise ConfigError(
+                    name, f"given twice, as {spelled[name]!r} and as {key!r}"
+                )
             given[name] = value
             spelled[name] = key
         for key, value in kwargs.items():
-            given[self.canonical_name(key)] = value  # keyword arguments override the dict
+            given[self.canonical_name(key)] = (
+                value  # keyword arguments override the dict
+            )
         values: dict[str, Any] = {}
         for name, entry in self._entries.items():
             if name in given:
@@ -389,7 +413,9 @@ class ConfigDef:
                 values[name] = entry.default
         return values, frozenset(given)
 
-    def parse(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Config:
+    def parse(
+        self, config: Mapping[str, Any] | None = None, /, **kwargs: Any
+    ) -> Config:
         """Parse without any cross-checks; clients use their Config subclass instead."""
         values, originals = self.parse_values(config, kwargs)
         return Config._build(self, values, originals)
@@ -404,13 +430,17 @@ class Config(Mapping[str, Any]):
     _values: dict[str, Any]
     _originals: frozenset[str]
 
-    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+    def __init__(
+        self, config: Mapping[str, Any] | None = None, /, **kwargs: Any
+    ) -> None:
         self._definition = self.DEFINITION
         self._values, self._originals = self._definition.parse_values(config, kwargs)
         self._post_process()
 
     @classmethod
-    def _build(cls, definition: ConfigDef, values: dict[str, Any], originals: frozenset[str]) -> Config:
+    def _build(
+        cls, definition: ConfigDef, values: dict[str, Any], originals: frozenset[str]
+    ) -> Config:
         self = cls.__new__(cls)
         self._definition = definition
         self._values = values
@@ -454,9 +484,10 @@ class Config(Mapping[str, Any]):
         try:
             return self._values[attr.replace("_", ".")]
         except KeyError:
-            raise AttributeError(f"{type(self).__name__} has no setting {attr!r}") from None
+            raise AttributeError(
+                f"{type(self).__name__} has no setting {attr!r}"
+            ) from None
 
     def __repr__(self) -> str:
         changed = {name: self._values[name] for name in sorted(self._originals)}
         return f"{type(self).__name__}({changed!r})"
-

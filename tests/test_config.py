@@ -33,10 +33,26 @@ DEF = ConfigDef(
         ConfigEntry("batch.size", Type.INT, 16384, between(0, 1 << 20), "size"),
         ConfigEntry("ratio", Type.DOUBLE, 1.5, None, "a double"),
         ConfigEntry("enable.thing", Type.BOOLEAN, True, None, "flag"),
-        ConfigEntry("codec", Type.STRING, "none", ValidChoice(("none", "gzip"), case_insensitive=True), "codec"),
+        ConfigEntry(
+            "codec",
+            Type.STRING,
+            "none",
+            ValidChoice(("none", "gzip"), case_insensitive=True),
+            "codec",
+        ),
         ConfigEntry("servers", Type.LIST, [], None, "hosts"),
-        ConfigEntry("plugin", Type.CLASS, None, None, "a class", aliases={"short": Plugin}),
-        ConfigEntry("plugins", Type.LIST, [], None, "classes", item_type=Type.CLASS, aliases={"short": Plugin}),
+        ConfigEntry(
+            "plugin", Type.CLASS, None, None, "a class", aliases={"short": Plugin}
+        ),
+        ConfigEntry(
+            "plugins",
+            Type.LIST,
+            [],
+            None,
+            "classes",
+            item_type=Type.CLASS,
+            aliases={"short": Plugin},
+        ),
         ConfigEntry("name.id", Type.STRING, None, NonEmptyString(), "nullable"),
         ConfigEntry("level", Type.INT, -1, Range(1, 9, (-1,)), "level"),
     ],
@@ -136,7 +152,9 @@ def test_unknown_setting_without_close_match() -> None:
         ("servers", 5, "list"),
     ],
 )
-def test_invalid_values_name_setting_value_and_allowed(name: str, raw: object, fragment: str) -> None:
+def test_invalid_values_name_setting_value_and_allowed(
+    name: str, raw: object, fragment: str
+) -> None:
     with pytest.raises(ConfigError) as info:
         DEF.parse({name: raw})
     assert info.value.setting == name

@@ -16,7 +16,11 @@ Modules, bottom up (none of these needs the network):
 The Sender thread and KafkaProducer build on these.
 """
 
-from samsa.producer.accumulator import RecordAccumulator, RecordAppendResult, ReadyCheckResult
+from samsa.producer.accumulator import (
+    ReadyCheckResult,
+    RecordAccumulator,
+    RecordAppendResult,
+)
 from samsa.producer.batch import ProducerBatch, TopicPartition
 from samsa.producer.buffer_pool import BufferExhaustedError, BufferPool
 from samsa.producer.config import ProducerConfig

@@ -41,7 +41,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from samsa.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from samsa.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+)
 from samsa.producer.batch import (
     CompressionRatioEstimator,
     ProducerBatch,
@@ -51,7 +56,12 @@ from samsa.producer.batch import (
 )
 from samsa.producer.buffer_pool import BufferPool
 from samsa.producer.future import ProduceRequestResult, RecordCallback, RecordFuture
-from samsa.producer.partitioner import UNKNOWN_PARTITION, BuiltInPartitioner, ClusterView, StickyPartitionInfo
+from samsa.producer.partitioner import (
+    UNKNOWN_PARTITION,
+    BuiltInPartitioner,
+    ClusterView,
+    StickyPartitionInfo,
+)
 from samsa.records.batch_header import NO_SEQUENCE, Compression
 from samsa.records.builder import Header, RecordBatchBuilder
 
@@ -130,22 +140,28 @@ class TransactionManagerView(Protocol):
 class ExponentialBackoff:
     """``initial * base**attempts`` with +-jitter, capped at ``maximum`` (Java's class)."""
 
-    __slots__ = ("initial", "multiplier", "maximum", "jitter", "_exp_max")
+    __slots__ = ("_exp_max", "initial", "jitter", "maximum", "multiplier")
 
-    def __init__(self, initial: float, multiplier: float, maximum: float, jitter: float) -> None:
+    def __init__(
+        self, initial: float, multiplier: float, maximum: float, jitter: float
+    ) -> None:
         self.initial = min(initial, maximum)
         self.multiplier = multiplier
         self.maximum = maximum
         self.jitter = jitter
         self._exp_max = (
-            math.log(maximum / max(initial, 1)) / math.log(multiplier) if maximum > initial else 0.0
+            math.log(maximum / max(initial, 1)) / math.log(multiplier)
+            if maximum > initial
+            else 0.0
         )
 
     def backoff(self, attempts: int) -> int:
         if self._exp_max == 0:
             return int(self.initial)
         term = self.initial * self.multiplier ** min(attempts, self._exp_max)
-        factor = random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
+        factor = (
+            random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
+        )
         return int(min(factor * term, self.maximum))
 
 
@@ -155,7 +171,20 @@ class RecordAppendResult(NamedTuple):
     new_batch_created: bool
     abort_for_new_batch: bool
     appended_bytes: int
-    partition: int  # the partition the record went to (the sticky one for UNKNOWN_PARTITION)
+    partition: (
+        int  # the partition the record went to (the sticky one for UNKNOWN_PARTITION)
+    )
+
+
+# Building the tuple directly skips NamedTuple.__new__'s Python-level argument handling.
+_new_result: Callable[[tuple[Any, ...]], RecordAppendResult] = lambda values: (
+    tuple.__new__(RecordAppendResult, values)
+)
+
+
+def _last_full(dq: deque[ProducerBatch]) -> bool:
+    """Java's allBatchesFull: only the last batch can be incomplete."""
+    return not dq or dq[-1].is_full()
 
 
 class ReadyCheckResult(NamedTuple):
@@ -167,7 +196,7 @@ class ReadyCheckResult(NamedTuple):
 class NodeLatencyStats:
     """When a node last had data ready and last could take it (partitioner.availability.timeout.ms)."""
 
-    __slots__ = ("ready_time_ms", "drain_time_ms")
+    __slots__ = ("drain_time_ms", "ready_time_ms")
 
     def __init__(self, now_ms: int) -> None:
         self.ready_time_ms = now_ms
@@ -195,7 +224,7 @@ class _TopicInfo:
 class _IncompleteBatches:
     """Batches appended but not yet completed and deallocated (sent or not)."""
 
-    __slots__ = ("_lock", "_batches")
+    __slots__ = ("_batches", "_lock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -253,7 +282,10 @@ class RecordAccumulator:
         self._compression_level = compression_level
         self._linger_ms = linger_ms
         self._retry_backoff = ExponentialBackoff(
-            retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, retry_backoff_max_ms, RETRY_BACKOFF_JITTER
+            retry_backoff_ms,
+            RETRY_BACKOFF_EXP_BASE,
+            retry_backoff_max_ms,
+            RETRY_BACKOFF_JITTER,
         )
         self._delivery_timeout_ms = delivery_timeout_ms
         self._adaptive = enable_adaptive_partitioning
@@ -277,7 +309,9 @@ class RecordAccumulator:
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], transaction_manager: TransactionManagerView | None = None
+        cls,
+        config: Mapping[str, Any],
+        transaction_manager: TransactionManagerView | None = None,
     ) -> RecordAccumulator:
         """Build from a :class:`~samsa.producer.config.ProducerConfig`, with its own BufferPool."""
         batch_size = max(1, config["batch.size"])
@@ -287,13 +321,17 @@ class RecordAccumulator:
             batch_size,
             BufferPool(config["buffer.memory"], batch_size),
             compression=codec,
-            compression_level=config[level_key] if level_key in config else None,
+            compression_level=config.get(level_key),
             linger_ms=config["linger.ms"],
             retry_backoff_ms=config["retry.backoff.ms"],
             retry_backoff_max_ms=config["retry.backoff.max.ms"],
             delivery_timeout_ms=config["delivery.timeout.ms"],
-            enable_adaptive_partitioning=config["partitioner.adaptive.partitioning.enable"],
-            partition_availability_timeout_ms=config["partitioner.availability.timeout.ms"],
+            enable_adaptive_partitioning=config[
+                "partitioner.adaptive.partitioning.enable"
+            ],
+            partition_availability_timeout_ms=config[
+                "partitioner.availability.timeout.ms"
+            ],
             transaction_manager=transaction_manager,
         )
 
@@ -377,6 +415,7 @@ class RecordAccumulator:
         info = self._topics.get(topic)
         if info is None:
             info = self._topic_info(topic)
+        partitioner = info.partitioner
         in_progress = self._appends_in_progress
         in_progress.append(None)
         buffer: bytearray | None = None
@@ -384,7 +423,9 @@ class RecordAccumulator:
             while True:
                 sticky: StickyPartitionInfo | None
                 if partition == UNKNOWN_PARTITION:
-                    sticky = info.partitioner.peek_current_partition_info(cluster)
+                    sticky = partitioner._sticky
+                    if sticky is None:
+                        sticky = partitioner.peek_current_partition_info(cluster)
                     effective = sticky.partition
                 else:
                     sticky = None
@@ -393,37 +434,63 @@ class RecordAccumulator:
                 if dq is None:
                     dq = self._deque_for(info, effective)
                 with dq.lock:
-                    if sticky is not None and self._partition_changed(info, sticky, dq, cluster):
+                    if sticky is not None and self._partition_changed(
+                        partitioner, sticky, dq, cluster
+                    ):
                         continue
-                    result = self._try_append(timestamp, key, value, headers, callback, dq, now_ms, effective, sticky)
+                    result = self._try_append(
+                        timestamp,
+                        key,
+                        value,
+                        headers,
+                        callback,
+                        dq,
+                        now_ms,
+                        effective,
+                        sticky,
+                    )
                     if result is not None:
                         if sticky is not None:
-                            last = dq[-1]
-                            info.partitioner.update_partition_info(
-                                sticky, result.appended_bytes, cluster, last.is_full()
+                            # Switch only once the partition's last batch is full (or at 2x batch size).
+                            partitioner.update_partition_info(
+                                sticky, result[4], cluster, result[1] and _last_full(dq)
                             )
                         return result
 
                 if abort_on_new_batch:
-                    return RecordAppendResult(None, False, False, True, 0, effective)
+                    return _new_result((None, False, False, True, 0, effective))
 
                 if buffer is None:
-                    size = max(self._batch_size, estimate_size_upper_bound(key, value, headers))
+                    size = max(
+                        self._batch_size, estimate_size_upper_bound(key, value, headers)
+                    )
                     # May block for max.block.ms; no deque lock is held here.
                     buffer = self._free.allocate(size, max_time_to_block_ms)
                     now_ms = self._clock()
 
                 with dq.lock:
-                    if sticky is not None and self._partition_changed(info, sticky, dq, cluster):
+                    if sticky is not None and self._partition_changed(
+                        partitioner, sticky, dq, cluster
+                    ):
                         continue
                     result = self._append_new_batch(
-                        topic, effective, dq, timestamp, key, value, headers, callback, buffer, now_ms, sticky
+                        topic,
+                        effective,
+                        dq,
+                        timestamp,
+                        key,
+                        value,
+                        headers,
+                        callback,
+                        buffer,
+                        now_ms,
+                        sticky,
                     )
                     if result.new_batch_created:
                         buffer = None  # owned by the batch now
                     if sticky is not None:
-                        info.partitioner.update_partition_info(
-                            sticky, result.appended_bytes, cluster, dq[-1].is_full()
+                        partitioner.update_partition_info(
+                            sticky, result.appended_bytes, cluster, _last_full(dq)
                         )
                     return result
         finally:
@@ -431,17 +498,20 @@ class RecordAccumulator:
                 self._free.deallocate(buffer)
             in_progress.pop()
 
+    @staticmethod
     def _partition_changed(
-        self, info: _TopicInfo, sticky: StickyPartitionInfo, dq: _PartitionDeque, cluster: ClusterView
+        partitioner: BuiltInPartitioner,
+        sticky: StickyPartitionInfo,
+        dq: _PartitionDeque,
+        cluster: ClusterView,
     ) -> bool:
         """Under the deque lock: did another thread switch the sticky partition?  Also finishes
         a switch that was postponed while the partition's last batch was not full."""
-        partitioner = info.partitioner
-        if partitioner.is_partition_changed(sticky):
+        if partitioner._sticky is not sticky:
             return True
-        if not dq or dq[-1].is_full():
+        if _last_full(dq):
             partitioner.update_partition_info(sticky, 0, cluster, True)
-            return partitioner.is_partition_changed(sticky)
+            return partitioner._sticky is not sticky
         return False
 
     def _try_append(
@@ -456,19 +526,30 @@ class RecordAccumulator:
         partition: int,
         sticky: StickyPartitionInfo | None,
     ) -> RecordAppendResult | None:
+        """Append to the deque's last batch; None if there is none or it is full."""
         if self._closed:
             raise ProducerClosedError("Producer closed while send in progress")
         if not dq:
             return None
         last = dq[-1]
-        if sticky is not None:
-            initial = last.builder.estimated_size
+        builder = last.builder
+        initial = builder.estimated_size if sticky is not None else 0
         future = last.try_append(timestamp, key, value, headers, callback, now_ms)
         if future is None:
             last.close_for_record_appends()
             return None
-        appended = last.builder.estimated_size - initial if sticky is not None else 0
-        return RecordAppendResult(future, len(dq) > 1 or last.is_full(), False, False, appended, partition)
+        size = builder.estimated_size
+        full = len(dq) > 1 or size >= builder.batch_size_limit
+        return _new_result(
+            (
+                future,
+                full,
+                False,
+                False,
+                size - initial if sticky is not None else 0,
+                partition,
+            )
+        )
 
     def _append_new_batch(
         self,
@@ -484,7 +565,9 @@ class RecordAccumulator:
         now_ms: int,
         sticky: StickyPartitionInfo | None,
     ) -> RecordAppendResult:
-        result = self._try_append(timestamp, key, value, headers, callback, dq, now_ms, partition, sticky)
+        result = self._try_append(
+            timestamp, key, value, headers, callback, dq, now_ms, partition, sticky
+        )
         if result is not None:
             # Another thread created a batch while we waited for memory; use it.
             return result
@@ -492,16 +575,31 @@ class RecordAccumulator:
             compression=self._compression,
             compression_level=self._compression_level,
             batch_size_limit=len(buffer),
-            estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
+            estimated_compression_ratio=self._estimator.estimation(
+                topic, self._compression
+            ),
         )
-        batch = ProducerBatch(TopicPartition(topic, partition), builder, now_ms, buffer=buffer, initial_capacity=len(buffer))
+        batch = ProducerBatch(
+            TopicPartition(topic, partition),
+            builder,
+            now_ms,
+            buffer=buffer,
+            initial_capacity=len(buffer),
+        )
         future = batch.try_append(timestamp, key, value, headers, callback, now_ms)
         if future is None:  # the records builder always takes a first record
-            raise IllegalStateError(f"a new batch for {topic}-{partition} refused its first record")
+            raise IllegalStateError(
+                f"a new batch for {topic}-{partition} refused its first record"
+            )
         dq.append(batch)
         self._incomplete.add(batch)
         return RecordAppendResult(
-            future, len(dq) > 1 or batch.is_full(), True, False, batch.estimated_size_in_bytes(), partition
+            future,
+            len(dq) > 1 or batch.is_full(),
+            True,
+            False,
+            batch.estimated_size_in_bytes(),
+            partition,
         )
 
     # -- ready (Sender thread) ----------------------------------------------------------------
@@ -514,7 +612,14 @@ class RecordAccumulator:
         exhausted = self._free.queued() > 0
         for topic, info in self._topics.items():
             next_delay = self._partition_ready(
-                cluster, now_ms, topic, info, next_delay, ready_nodes, unknown_leader_topics, exhausted
+                cluster,
+                now_ms,
+                topic,
+                info,
+                next_delay,
+                ready_nodes,
+                unknown_leader_topics,
+                exhausted,
             )
         return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
 
@@ -555,7 +660,9 @@ class RecordAccumulator:
                 batch = dq[0]
                 waited = batch.waited_time_ms(now_ms)
                 batch.maybe_update_leader_epoch(leader_epoch)
-                backing_off = self._should_backoff(batch.has_leader_changed_for_the_ongoing_retry(), batch, waited)
+                backing_off = self._should_backoff(
+                    batch.has_leader_changed_for_the_ongoing_retry(), batch, waited
+                )
                 attempts = batch.attempts
                 dq_size = len(dq)
                 full = dq_size > 1 or batch.is_full()
@@ -566,12 +673,18 @@ class RecordAccumulator:
                 queue_sizes[qi] = dq_size
             if self._availability_timeout_ms > 0:
                 stats = self._node_stats.get(leader)
-                if stats is not None and stats.ready_time_ms - stats.drain_time_ms > self._availability_timeout_ms:
+                if (
+                    stats is not None
+                    and stats.ready_time_ms - stats.drain_time_ms
+                    > self._availability_timeout_ms
+                ):
                     qi -= 1  # leave this partition out of the adaptive table
             if leader in ready_nodes or (topic, partition) in self._muted:
                 continue
             time_to_wait = (
-                self._retry_backoff.backoff(attempts - 1 if attempts > 0 else 0) if backing_off else self._linger_ms
+                self._retry_backoff.backoff(attempts - 1 if attempts > 0 else 0)
+                if backing_off
+                else self._linger_ms
             )
             sendable = (
                 full
@@ -589,7 +702,9 @@ class RecordAccumulator:
         info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, qi + 1)
         return next_delay
 
-    def _should_backoff(self, leader_changed: bool, batch: ProducerBatch, waited_ms: int) -> bool:
+    def _should_backoff(
+        self, leader_changed: bool, batch: ProducerBatch, waited_ms: int
+    ) -> bool:
         attempts = batch.attempts
         if attempts == 0 or leader_changed:
             return False
@@ -605,11 +720,18 @@ class RecordAccumulator:
     # -- drain (Sender thread) ----------------------------------------------------------------
 
     def drain(
-        self, cluster: AccumulatorCluster, nodes: Iterable[int], max_size: int, now_ms: int
+        self,
+        cluster: AccumulatorCluster,
+        nodes: Iterable[int],
+        max_size: int,
+        now_ms: int,
     ) -> dict[int, list[ProducerBatch]]:
         """Per node, first batches of its partitions totalling at most ``max_size`` bytes
         (one batch always goes, even if larger)."""
-        return {node: self._drain_batches_for_one_node(cluster, node, max_size, now_ms) for node in nodes}
+        return {
+            node: self._drain_batches_for_one_node(cluster, node, max_size, now_ms)
+            for node in nodes
+        }
 
     def _drain_batches_for_one_node(
         self, cluster: AccumulatorCluster, node: int, max_size: int, now_ms: int
@@ -640,14 +762,18 @@ class RecordAccumulator:
                 first = dq[0]
                 first.maybe_update_leader_epoch(leader_epoch)
                 if self._should_backoff(
-                    first.has_leader_changed_for_the_ongoing_retry(), first, first.waited_time_ms(now_ms)
+                    first.has_leader_changed_for_the_ongoing_retry(),
+                    first,
+                    first.waited_time_ms(now_ms),
                 ):
                     continue
                 if size + first.estimated_size_in_bytes() > max_size and ready:
                     # A single batch larger than max_size still goes, alone.
                     break
                 tp = first.topic_partition
-                if tm is not None and self._should_stop_drain_batches_for_partition(first, tp):
+                if tm is not None and self._should_stop_drain_batches_for_partition(
+                    first, tp
+                ):
                     break
                 batch = dq.popleft()
                 if tm is not None and not batch.has_sequence():
@@ -656,7 +782,10 @@ class RecordAccumulator:
                     # (guaranteed by _should_stop_drain_batches_for_partition).
                     tm.maybe_update_producer_id_and_epoch(tp)
                     batch.set_producer_state(
-                        pid_epoch.producer_id, pid_epoch.epoch, tm.sequence_number(tp), tm.is_transactional()
+                        pid_epoch.producer_id,
+                        pid_epoch.epoch,
+                        tm.sequence_number(tp),
+                        tm.is_transactional(),
                     )
                     tm.increment_sequence_number(tp, batch.record_count)
                     tm.add_in_flight_batch(batch)
@@ -666,7 +795,9 @@ class RecordAccumulator:
             batch.drained(now_ms)
         return ready
 
-    def _should_stop_drain_batches_for_partition(self, first: ProducerBatch, tp: TopicPartition) -> bool:
+    def _should_stop_drain_batches_for_partition(
+        self, first: ProducerBatch, tp: TopicPartition
+    ) -> bool:
         tm = self._tm
         assert tm is not None
         if not tm.is_send_to_partition_allowed(tp):
@@ -681,7 +812,11 @@ class RecordAccumulator:
                 return True
         first_in_flight = tm.first_in_flight_sequence(tp)
         # A retried batch waits until it is the first in flight: one in-flight batch during retries.
-        return first_in_flight != NO_SEQUENCE and first.has_sequence() and first.base_sequence != first_in_flight
+        return (
+            first_in_flight != NO_SEQUENCE
+            and first.has_sequence()
+            and first.base_sequence != first_in_flight
+        )
 
     # -- expiry, retries, splitting (Sender thread) ----------------------------------------------
 
@@ -711,7 +846,8 @@ class RecordAccumulator:
 
     def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
         self._next_batch_expiry_time_ms = min(
-            self._next_batch_expiry_time_ms, batch.created_ms + self._delivery_timeout_ms
+            self._next_batch_expiry_time_ms,
+            batch.created_ms + self._delivery_timeout_ms,
         )
 
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
@@ -729,8 +865,12 @@ class RecordAccumulator:
 
         The caller still deallocates ``big_batch``.
         """
-        ratio = big_batch.builder.estimated_size / max(1, big_batch.builder.uncompressed_size)
-        self._estimator.set_estimation(big_batch.topic, int(self._compression), max(1.0, ratio))
+        ratio = big_batch.builder.estimated_size / max(
+            1, big_batch.builder.uncompressed_size
+        )
+        self._estimator.set_estimation(
+            big_batch.topic, int(self._compression), max(1.0, ratio)
+        )
         new_batches = big_batch.split(self._batch_size)
         dq = self._get_or_create_deque(big_batch.topic_partition)
         for batch in reversed(new_batches):
@@ -743,7 +883,9 @@ class RecordAccumulator:
                     dq.appendleft(batch)
         return len(new_batches)
 
-    def _insert_in_sequence_order(self, dq: _PartitionDeque, batch: ProducerBatch) -> None:
+    def _insert_in_sequence_order(
+        self, dq: _PartitionDeque, batch: ProducerBatch
+    ) -> None:
         """Re-enqueue keeping the deque ordered by sequence (several batches may come back)."""
         if batch.base_sequence == NO_SEQUENCE:
             raise IllegalStateError(
@@ -774,7 +916,9 @@ class RecordAccumulator:
 
     # -- adaptive partitioning input from the Sender ----------------------------------------------
 
-    def update_node_latency_stats(self, node_id: int, now_ms: int, can_drain: bool) -> None:
+    def update_node_latency_stats(
+        self, node_id: int, now_ms: int, can_drain: bool
+    ) -> None:
         """Sender: a node had data ready (and could take it if ``can_drain``)."""
         if self._availability_timeout_ms <= 0:
             return
@@ -816,7 +960,9 @@ class RecordAccumulator:
         try:
             deadline = None if timeout is None else time.monotonic() + timeout
             for result in self._incomplete.request_results():
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                remaining = (
+                    None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
                 if not result.wait(remaining):
                     raise KafkaTimeoutError(
                         f"flush(): the batch for {result.topic}-{result.partition} and "
@@ -839,7 +985,9 @@ class RecordAccumulator:
     def abort_incomplete_batches(self, error: BaseException | None = None) -> None:
         """close(timeout=0): fail every incomplete batch, sent or not (Sender thread)."""
         if error is None:
-            error = ProducerClosedError("Producer was closed forcefully before the record was acknowledged")
+            error = ProducerClosedError(
+                "Producer was closed forcefully before the record was acknowledged"
+            )
         # Appends racing with close may still add a batch: repeat until none is in progress.
         while True:
             self._abort_batches(error)
@@ -873,7 +1021,11 @@ class RecordAccumulator:
             aborted = False
             if dq is not None:
                 with dq.lock:  # type: ignore[attr-defined]
-                    undrained = (not batch.has_sequence()) if self._tm is not None else (not batch.is_closed)
+                    undrained = (
+                        (not batch.has_sequence())
+                        if self._tm is not None
+                        else (not batch.is_closed)
+                    )
                     if undrained:
                         aborted = True
                         batch.abort_record_appends()

@@ -30,7 +30,13 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from samsa.errors import IllegalStateError, RecordListTooLargeError
-from samsa.producer.future import INVALID_OFFSET, NO_TIMESTAMP, ProduceRequestResult, RecordCallback, RecordFuture
+from samsa.producer.future import (
+    INVALID_OFFSET,
+    NO_TIMESTAMP,
+    ProduceRequestResult,
+    RecordCallback,
+    RecordFuture,
+)
 from samsa.records.batch import RecordBatch
 from samsa.records.batch_header import NO_SEQUENCE, RECORD_BATCH_OVERHEAD, Compression
 from samsa.records.builder import Header, RecordBatchBuilder
@@ -119,27 +125,27 @@ class ProducerBatch:
     """One partition's batch: the records builder, per-record thunks and the batch's result."""
 
     __slots__ = (
-        "topic",
-        "partition",
-        "topic_partition",
-        "created_ms",
-        "builder",
-        "result",
-        "thunks",
+        "_aborted",
+        "_appends_closed",
+        "attempts",
+        "attempts_when_leader_last_changed",
         "buffer",
+        "builder",
+        "created_ms",
+        "current_leader_epoch",
+        "drained_ms",
+        "final_state",
         "initial_capacity",
         "is_split_batch",
-        "attempts",
-        "last_attempt_ms",
         "last_append_ms",
-        "drained_ms",
-        "retry",
+        "last_attempt_ms",
+        "partition",
         "reopened",
-        "final_state",
-        "current_leader_epoch",
-        "attempts_when_leader_last_changed",
-        "_appends_closed",
-        "_aborted",
+        "result",
+        "retry",
+        "thunks",
+        "topic",
+        "topic_partition",
     )
 
     def __init__(
@@ -156,11 +162,15 @@ class ProducerBatch:
         self.topic_partition = topic_partition
         self.created_ms = created_ms
         self.builder = builder
-        self.result = ProduceRequestResult(topic_partition.topic, topic_partition.partition)
+        self.result = ProduceRequestResult(
+            topic_partition.topic, topic_partition.partition
+        )
         self.thunks: list[tuple[RecordCallback | None, RecordFuture]] = []
         # Memory taken from the BufferPool for this batch, given back by the accumulator.
         self.buffer = buffer
-        self.initial_capacity = builder.batch_size_limit if initial_capacity is None else initial_capacity
+        self.initial_capacity = (
+            builder.batch_size_limit if initial_capacity is None else initial_capacity
+        )
         self.is_split_batch = is_split_batch
         self.attempts = 0
         self.last_attempt_ms = created_ms
@@ -212,7 +222,9 @@ class ProducerBatch:
     def is_full(self) -> bool:
         """No further record will be appended (an append failed, or the size limit is reached)."""
         builder = self.builder
-        return self._appends_closed or builder.estimated_size >= builder.batch_size_limit
+        return (
+            self._appends_closed or builder.estimated_size >= builder.batch_size_limit
+        )
 
     def close_for_record_appends(self) -> None:
         self._appends_closed = True
@@ -232,10 +244,16 @@ class ProducerBatch:
         self._appends_closed = True
         was_built = self.builder.is_built
         data = self.builder.build()
-        if not was_built and estimator is not None and self.builder.compression != Compression.NONE:
+        if (
+            not was_built
+            and estimator is not None
+            and self.builder.compression != Compression.NONE
+        ):
             uncompressed = self.builder.uncompressed_size
             if uncompressed:
-                estimator.update(self.topic, int(self.builder.compression), len(data) / uncompressed)
+                estimator.update(
+                    self.topic, int(self.builder.compression), len(data) / uncompressed
+                )
         self.reopened = False
         return data
 
@@ -250,17 +268,30 @@ class ProducerBatch:
     # -- idempotence ------------------------------------------------------------------------
 
     def set_producer_state(
-        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool = False
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        is_transactional: bool = False,
     ) -> None:
-        self.builder.set_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        self.builder.set_producer_state(
+            producer_id, producer_epoch, base_sequence, is_transactional
+        )
 
-    def reset_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    def reset_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> None:
         """New id/epoch/sequence for a batch that was already sent (epoch bump)."""
         log.info(
-            "Resetting sequence of batch for %s from %d to %d", self.topic_partition, self.base_sequence, base_sequence
+            "Resetting sequence of batch for %s from %d to %d",
+            self.topic_partition,
+            self.base_sequence,
+            base_sequence,
         )
         self.reopened = True
-        self.builder.set_producer_state(producer_id, producer_epoch, base_sequence, self.is_transactional)
+        self.builder.set_producer_state(
+            producer_id, producer_epoch, base_sequence, self.is_transactional
+        )
 
     @property
     def producer_id(self) -> int:
@@ -290,7 +321,9 @@ class ProducerBatch:
 
     # -- timing and retries (Sender thread) ---------------------------------------------------
 
-    def has_reached_delivery_timeout(self, now_ms: int, delivery_timeout_ms: int) -> bool:
+    def has_reached_delivery_timeout(
+        self, now_ms: int, delivery_timeout_ms: int
+    ) -> bool:
         return delivery_timeout_ms <= now_ms - self.created_ms
 
     def waited_time_ms(self, now_ms: int) -> int:
@@ -315,7 +348,8 @@ class ProducerBatch:
     def maybe_update_leader_epoch(self, latest_leader_epoch: int | None) -> None:
         """Remember a newer leader epoch; a retry to a new leader skips the backoff (KIP-951)."""
         if latest_leader_epoch is not None and (
-            self.current_leader_epoch is None or self.current_leader_epoch < latest_leader_epoch
+            self.current_leader_epoch is None
+            or self.current_leader_epoch < latest_leader_epoch
         ):
             self.attempts_when_leader_last_changed = self.attempts
             self.current_leader_epoch = latest_leader_epoch
@@ -333,7 +367,9 @@ class ProducerBatch:
         return self.done(base_offset, log_append_time, None)
 
     def complete_exceptionally(
-        self, error: BaseException, record_errors: Mapping[int, BaseException] | None = None
+        self,
+        error: BaseException,
+        record_errors: Mapping[int, BaseException] | None = None,
     ) -> bool:
         """Fail the batch; ``record_errors`` (index -> error) overrides ``error`` per record."""
         return self.done(INVALID_OFFSET, NO_TIMESTAMP, error, record_errors)
@@ -362,7 +398,9 @@ class ProducerBatch:
             if current is None:
                 self.final_state = target
         if current is None:
-            self._complete_and_fire_callbacks(base_offset, log_append_time, error, record_errors)
+            self._complete_and_fire_callbacks(
+                base_offset, log_append_time, error, record_errors
+            )
             return True
         if current is FinalState.SUCCEEDED:
             raise IllegalStateError(
@@ -370,7 +408,10 @@ class ProducerBatch:
             )
         log.debug(
             "Ignored state change %s -> %s for batch of %s (base offset %d)",
-            current.value, target.value, self.topic_partition, base_offset,
+            current.value,
+            target.value,
+            self.topic_partition,
+            base_offset,
         )
         return False
 
@@ -394,7 +435,10 @@ class ProducerBatch:
                 else:
                     callback(future.value(), None)
             except Exception:
-                log.exception("Error in a send callback for a record sent to %s", self.topic_partition)
+                log.exception(
+                    "Error in a send callback for a record sent to %s",
+                    self.topic_partition,
+                )
         result.mark_done()
 
     # -- splitting after MESSAGE_TOO_LARGE --------------------------------------------------
@@ -418,30 +462,49 @@ class ProducerBatch:
         batches: list[ProducerBatch] = []
         batch: ProducerBatch | None = None
         for record, thunk in zip(records, self.thunks):
-            if batch is None or not batch._append_for_split(record.timestamp, record.key, record.value, record.headers, thunk):
+            if batch is None or not batch._append_for_split(
+                record.timestamp, record.key, record.value, record.headers, thunk
+            ):
                 if batch is not None:
                     batch.close_for_record_appends()
                     batches.append(batch)
-                batch = self._new_split_batch(record.key, record.value, record.headers, split_batch_size)
-                batch._append_for_split(record.timestamp, record.key, record.value, record.headers, thunk)
+                batch = self._new_split_batch(
+                    record.key, record.value, record.headers, split_batch_size
+                )
+                batch._append_for_split(
+                    record.timestamp, record.key, record.value, record.headers, thunk
+                )
         assert batch is not None
         batch.close_for_record_appends()
         batches.append(batch)
 
-        self.result.set(INVALID_OFFSET, NO_TIMESTAMP, RecordListTooLargeError(
-            f"batch for {self.topic_partition} was too large for the broker and was split"
-        ))
+        self.result.set(
+            INVALID_OFFSET,
+            NO_TIMESTAMP,
+            RecordListTooLargeError(
+                f"batch for {self.topic_partition} was too large for the broker and was split"
+            ),
+        )
         self.result.mark_done()
 
         if self.has_sequence():
             sequence = self.base_sequence
             for new_batch in batches:
-                new_batch.set_producer_state(self.producer_id, self.producer_epoch, sequence, self.is_transactional)
+                new_batch.set_producer_state(
+                    self.producer_id,
+                    self.producer_epoch,
+                    sequence,
+                    self.is_transactional,
+                )
                 sequence += new_batch.record_count
         return batches
 
     def _new_split_batch(
-        self, key: bytes | None, value: bytes | None, headers: Sequence[Header] | None, split_batch_size: int
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        split_batch_size: int,
     ) -> ProducerBatch:
         size = max(estimate_size_upper_bound(key, value, headers), split_batch_size)
         builder = RecordBatchBuilder(
@@ -451,7 +514,13 @@ class ProducerBatch:
             batch_size_limit=size,
         )
         # Keep the original creation time: delivery.timeout.ms counts from the first send().
-        return ProducerBatch(self.topic_partition, builder, self.created_ms, is_split_batch=True, initial_capacity=size)
+        return ProducerBatch(
+            self.topic_partition,
+            builder,
+            self.created_ms,
+            is_split_batch=True,
+            initial_capacity=size,
+        )
 
     def _append_for_split(
         self,
@@ -465,7 +534,11 @@ class ProducerBatch:
         if delta is None:
             return False
         future = RecordFuture(
-            self.result, delta, timestamp, -1 if key is None else len(key), -1 if value is None else len(value)
+            self.result,
+            delta,
+            timestamp,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
         )
         thunk[1].chain(future)
         self.thunks.append(thunk)

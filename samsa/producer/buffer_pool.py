@@ -32,7 +32,13 @@ class BufferExhaustedError(KafkaTimeoutError):
 
     name = "BUFFER_EXHAUSTED"
 
-    def __init__(self, size: int, max_block_ms: float, total_memory: int, available: int | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        max_block_ms: float,
+        total_memory: int,
+        available: int | None = None,
+    ) -> None:
         self.size = size
         self.max_block_ms = max_block_ms
         self.total_memory = total_memory
@@ -48,7 +54,10 @@ class BufferExhaustedError(KafkaTimeoutError):
         self.args = (text,)
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.size, self.max_block_ms, self.total_memory, self.available))
+        return (
+            type(self),
+            (self.size, self.max_block_ms, self.total_memory, self.available),
+        )
 
 
 class BufferPool:
@@ -80,7 +89,10 @@ class BufferPool:
             try:
                 if size == self.poolable_size and self._free:
                     return self._free.popleft()
-                if self._non_pooled_available + len(self._free) * self.poolable_size >= size:
+                if (
+                    self._non_pooled_available + len(self._free) * self.poolable_size
+                    >= size
+                ):
                     self._free_up(size)
                     self._non_pooled_available -= size
                 else:
@@ -107,7 +119,9 @@ class BufferPool:
                 if self._closed:
                     raise ProducerClosedError("Producer closed while allocating memory")
                 if timed_out:
-                    raise BufferExhaustedError(size, max_time_ms, self.total_memory, self._available_locked())
+                    raise BufferExhaustedError(
+                        size, max_time_ms, self.total_memory, self._available_locked()
+                    )
                 if accumulated == 0 and size == self.poolable_size and self._free:
                     buffer = self._free.popleft()
                     accumulated = size
@@ -135,7 +149,11 @@ class BufferPool:
                 return
             size = len(buffer)
         with self._lock:
-            if buffer is not None and size == self.poolable_size and len(buffer) == size:
+            if (
+                buffer is not None
+                and size == self.poolable_size
+                and len(buffer) == size
+            ):
                 self._free.append(buffer)
             else:
                 self._non_pooled_available += size

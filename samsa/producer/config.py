@@ -65,63 +65,267 @@ _client_ids = itertools.count(1)
 def _entries() -> list[ConfigEntry]:
     E = ConfigEntry
     return [
-        E("bootstrap.servers", Type.LIST, [], None, "host:port pairs used to discover the cluster."),
-        E("client.id", Type.STRING, "", None, "Name sent to brokers with every request (default producer-N)."),
-        E("acks", Type.STRING, "all", ValidChoice(("all", "-1", "0", "1"), case_insensitive=True),
-          "Replicas that must acknowledge a write: all (-1), 1 (leader only) or 0 (no response)."),
-        E("enable.idempotence", Type.BOOLEAN, True, None,
-          "Exactly one copy of each record per partition, in order (needs acks=all, retries>0, in-flight<=5)."),
-        E("linger.ms", Type.LONG, 5, at_least(0), "How long to wait for more records before sending a batch."),
-        E("batch.size", Type.INT, 16384, at_least(0), "Target size in bytes of one partition's batch."),
-        E("buffer.memory", Type.LONG, 33554432, at_least(0), "Bytes of memory for records waiting to be sent."),
-        E("max.block.ms", Type.LONG, 60000, at_least(0),
-          "How long send() may block for metadata or buffer memory."),
-        E("max.request.size", Type.INT, 1048576, at_least(0), "Largest produce request (and record) in bytes."),
-        E("compression.type", Type.STRING, "none",
-          ValidChoice(("none", "gzip", "snappy", "lz4", "zstd"), case_insensitive=True), "Codec for batches."),
+        E(
+            "bootstrap.servers",
+            Type.LIST,
+            [],
+            None,
+            "host:port pairs used to discover the cluster.",
+        ),
+        E(
+            "client.id",
+            Type.STRING,
+            "",
+            None,
+            "Name sent to brokers with every request (default producer-N).",
+        ),
+        E(
+            "acks",
+            Type.STRING,
+            "all",
+            ValidChoice(("all", "-1", "0", "1"), case_insensitive=True),
+            "Replicas that must acknowledge a write: all (-1), 1 (leader only) or 0 (no response).",
+        ),
+        E(
+            "enable.idempotence",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Exactly one copy of each record per partition, in order (needs acks=all, retries>0, in-flight<=5).",
+        ),
+        E(
+            "linger.ms",
+            Type.LONG,
+            5,
+            at_least(0),
+            "How long to wait for more records before sending a batch.",
+        ),
+        E(
+            "batch.size",
+            Type.INT,
+            16384,
+            at_least(0),
+            "Target size in bytes of one partition's batch.",
+        ),
+        E(
+            "buffer.memory",
+            Type.LONG,
+            33554432,
+            at_least(0),
+            "Bytes of memory for records waiting to be sent.",
+        ),
+        E(
+            "max.block.ms",
+            Type.LONG,
+            60000,
+            at_least(0),
+            "How long send() may block for metadata or buffer memory.",
+        ),
+        E(
+            "max.request.size",
+            Type.INT,
+            1048576,
+            at_least(0),
+            "Largest produce request (and record) in bytes.",
+        ),
+        E(
+            "compression.type",
+            Type.STRING,
+            "none",
+            ValidChoice(
+                ("none", "gzip", "snappy", "lz4", "zstd"), case_insensitive=True
+            ),
+            "Codec for batches.",
+        ),
         *(
-            E(f"compression.{codec}.level", Type.INT, default, Range(low, high, (default,) if default < low else ()),
-              f"Compression level for {codec}.")
+            E(
+                f"compression.{codec}.level",
+                Type.INT,
+                default,
+                Range(low, high, (default,) if default < low else ()),
+                f"Compression level for {codec}.",
+            )
             for codec, (low, high, default) in COMPRESSION_LEVELS.items()
         ),
-        E("retries", Type.INT, _INT_MAX, between(0, _INT_MAX),
-          "How often to resend a failed batch (delivery.timeout.ms bounds the total time)."),
-        E("retry.backoff.ms", Type.LONG, 100, at_least(0), "First wait before retrying a failed request."),
-        E("retry.backoff.max.ms", Type.LONG, 1000, at_least(0), "Upper bound of the exponential retry backoff."),
-        E("delivery.timeout.ms", Type.INT, 120000, at_least(0),
-          "Upper bound on the time to report success or failure after send() returns."),
-        E("request.timeout.ms", Type.INT, 30000, at_least(0), "How long to wait for a response to a request."),
-        E("max.in.flight.requests.per.connection", Type.INT, 5, at_least(1),
-          "Unacknowledged requests per broker connection."),
-        E("metadata.max.age.ms", Type.LONG, 300000, at_least(0), "Refresh metadata at least this often."),
-        E("metadata.max.idle.ms", Type.LONG, 300000, at_least(5000),
-          "Forget metadata of topics not produced to for this long."),
-        E("connections.max.idle.ms", Type.LONG, 540000, None, "Close connections idle for this long."),
-        E("reconnect.backoff.ms", Type.LONG, 50, at_least(0), "First wait before reconnecting to a broker."),
-        E("reconnect.backoff.max.ms", Type.LONG, 1000, at_least(0), "Upper bound of the reconnect backoff."),
-        E("socket.connection.setup.timeout.ms", Type.LONG, 10000, None, "First timeout for establishing a connection."),
-        E("socket.connection.setup.timeout.max.ms", Type.LONG, 30000, None,
-          "Upper bound of the exponential connection setup timeout."),
-        E("send.buffer.bytes", Type.INT, 131072, at_least(-1), "Socket SO_SNDBUF (-1: OS default)."),
-        E("receive.buffer.bytes", Type.INT, 32768, at_least(-1), "Socket SO_RCVBUF (-1: OS default)."),
-        E("partitioner.class", Type.CLASS, None, None,
-          "Custom partitioner (partition(topic, key_bytes, value_bytes, cluster)); default: built-in.",
-          aliases=PARTITIONER_ALIASES),
-        E("partitioner.ignore.keys", Type.BOOLEAN, False, None,
-          "Place keyed records like keyless ones (sticky) instead of by key hash."),
-        E("partitioner.adaptive.partitioning.enable", Type.BOOLEAN, True, None,
-          "Send more keyless records to partitions on faster brokers."),
-        E("partitioner.availability.timeout.ms", Type.LONG, 0, at_least(0),
-          "Skip partitions whose broker could not take data for this long (0: off)."),
-        E("interceptor.classes", Type.LIST, [], None, "Producer interceptors, in order.", item_type=Type.CLASS),
-        E("key.serializer", Type.CLASS, None, None, "Turns keys into bytes (default: bytes as they are).",
-          aliases=SERIALIZER_ALIASES),
-        E("value.serializer", Type.CLASS, None, None, "Turns values into bytes (default: bytes as they are).",
-          aliases=SERIALIZER_ALIASES),
-        E("transactional.id", Type.STRING, None, NonEmptyString(), "Transactions are not implemented yet."),
-        E("transaction.timeout.ms", Type.INT, 60000, None, "Transaction timeout (for future transactions)."),
-        E("security.protocol", Type.STRING, "PLAINTEXT", ValidChoice(("PLAINTEXT",), case_insensitive=True),
-          "Only PLAINTEXT is supported."),
+        E(
+            "retries",
+            Type.INT,
+            _INT_MAX,
+            between(0, _INT_MAX),
+            "How often to resend a failed batch (delivery.timeout.ms bounds the total time).",
+        ),
+        E(
+            "retry.backoff.ms",
+            Type.LONG,
+            100,
+            at_least(0),
+            "First wait before retrying a failed request.",
+        ),
+        E(
+            "retry.backoff.max.ms",
+            Type.LONG,
+            1000,
+            at_least(0),
+            "Upper bound of the exponential retry backoff.",
+        ),
+        E(
+            "delivery.timeout.ms",
+            Type.INT,
+            120000,
+            at_least(0),
+            "Upper bound on the time to report success or failure after send() returns.",
+        ),
+        E(
+            "request.timeout.ms",
+            Type.INT,
+            30000,
+            at_least(0),
+            "How long to wait for a response to a request.",
+        ),
+        E(
+            "max.in.flight.requests.per.connection",
+            Type.INT,
+            5,
+            at_least(1),
+            "Unacknowledged requests per broker connection.",
+        ),
+        E(
+            "metadata.max.age.ms",
+            Type.LONG,
+            300000,
+            at_least(0),
+            "Refresh metadata at least this often.",
+        ),
+        E(
+            "metadata.max.idle.ms",
+            Type.LONG,
+            300000,
+            at_least(5000),
+            "Forget metadata of topics not produced to for this long.",
+        ),
+        E(
+            "connections.max.idle.ms",
+            Type.LONG,
+            540000,
+            None,
+            "Close connections idle for this long.",
+        ),
+        E(
+            "reconnect.backoff.ms",
+            Type.LONG,
+            50,
+            at_least(0),
+            "First wait before reconnecting to a broker.",
+        ),
+        E(
+            "reconnect.backoff.max.ms",
+            Type.LONG,
+            1000,
+            at_least(0),
+            "Upper bound of the reconnect backoff.",
+        ),
+        E(
+            "socket.connection.setup.timeout.ms",
+            Type.LONG,
+            10000,
+            None,
+            "First timeout for establishing a connection.",
+        ),
+        E(
+            "socket.connection.setup.timeout.max.ms",
+            Type.LONG,
+            30000,
+            None,
+            "Upper bound of the exponential connection setup timeout.",
+        ),
+        E(
+            "send.buffer.bytes",
+            Type.INT,
+            131072,
+            at_least(-1),
+            "Socket SO_SNDBUF (-1: OS default).",
+        ),
+        E(
+            "receive.buffer.bytes",
+            Type.INT,
+            32768,
+            at_least(-1),
+            "Socket SO_RCVBUF (-1: OS default).",
+        ),
+        E(
+            "partitioner.class",
+            Type.CLASS,
+            None,
+            None,
+            "Custom partitioner (partition(topic, key_bytes, value_bytes, cluster)); default: built-in.",
+            aliases=PARTITIONER_ALIASES,
+        ),
+        E(
+            "partitioner.ignore.keys",
+            Type.BOOLEAN,
+            False,
+            None,
+            "Place keyed records like keyless ones (sticky) instead of by key hash.",
+        ),
+        E(
+            "partitioner.adaptive.partitioning.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Send more keyless records to partitions on faster brokers.",
+        ),
+        E(
+            "partitioner.availability.timeout.ms",
+            Type.LONG,
+            0,
+            at_least(0),
+            "Skip partitions whose broker could not take data for this long (0: off).",
+        ),
+        E(
+            "interceptor.classes",
+            Type.LIST,
+            [],
+            None,
+            "Producer interceptors, in order.",
+            item_type=Type.CLASS,
+        ),
+        E(
+            "key.serializer",
+            Type.CLASS,
+            None,
+            None,
+            "Turns keys into bytes (default: bytes as they are).",
+            aliases=SERIALIZER_ALIASES,
+        ),
+        E(
+            "value.serializer",
+            Type.CLASS,
+            None,
+            None,
+            "Turns values into bytes (default: bytes as they are).",
+            aliases=SERIALIZER_ALIASES,
+        ),
+        E(
+            "transactional.id",
+            Type.STRING,
+            None,
+            NonEmptyString(),
+            "Transactions are not implemented yet.",
+        ),
+        E(
+            "transaction.timeout.ms",
+            Type.INT,
+            60000,
+            None,
+            "Transaction timeout (for future transactions).",
+        ),
+        E(
+            "security.protocol",
+            Type.STRING,
+            "PLAINTEXT",
+            ValidChoice(("PLAINTEXT",), case_insensitive=True),
+            "Only PLAINTEXT is supported.",
+        ),
     ]
 
 
@@ -149,11 +353,15 @@ class ProducerConfig(Config):
         if self["retry.backoff.ms"] > self["retry.backoff.max.ms"]:
             log.warning(
                 "retry.backoff.ms=%d is greater than retry.backoff.max.ms=%d; a static backoff of %d ms applies",
-                self["retry.backoff.ms"], self["retry.backoff.max.ms"], self["retry.backoff.max.ms"],
+                self["retry.backoff.ms"],
+                self["retry.backoff.max.ms"],
+                self["retry.backoff.max.ms"],
             )
 
     def _reconnect_backoff(self) -> None:
-        if self.is_set("reconnect.backoff.ms") and not self.is_set("reconnect.backoff.max.ms"):
+        if self.is_set("reconnect.backoff.ms") and not self.is_set(
+            "reconnect.backoff.max.ms"
+        ):
             self._set("reconnect.backoff.max.ms", self["reconnect.backoff.ms"])
 
     def _idempotence(self) -> None:
@@ -166,11 +374,15 @@ class ProducerConfig(Config):
                 conflicts.append(("acks", f"acks must be all (-1), not {self['acks']}"))
             in_flight = self["max.in.flight.requests.per.connection"]
             if in_flight > MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE:
-                conflicts.append((
-                    "max.in.flight.requests.per.connection",
-                    f"max.in.flight.requests.per.connection must be at most "
-                    f"{MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE}, not {in_flight}",
-                ))
+                conflicts.append(
+                    (
+                        "max.in.flight.requests.per.connection",
+                        (
+                            f"max.in.flight.requests.per.connection must be at most "
+                            f"{MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE}, not {in_flight}"
+                        ),
+                    )
+                )
             if conflicts:
                 if explicit:
                     setting, problem = conflicts[0]
@@ -179,11 +391,16 @@ class ProducerConfig(Config):
                         f"enable.idempotence=true was set, and the idempotent producer needs: {problem}; "
                         "change it or set enable.idempotence=false",
                     )
-                log.info("Idempotence disabled because %s", "; ".join(problem for _, problem in conflicts))
+                log.info(
+                    "Idempotence disabled because %s",
+                    "; ".join(problem for _, problem in conflicts),
+                )
                 self._set("enable.idempotence", False)
 
     def _delivery_timeout(self) -> None:
-        linger_and_request = min(self["linger.ms"] + self["request.timeout.ms"], _INT_MAX)
+        linger_and_request = min(
+            self["linger.ms"] + self["request.timeout.ms"], _INT_MAX
+        )
         if self["delivery.timeout.ms"] < linger_and_request:
             if self.is_set("delivery.timeout.ms"):
                 raise ConfigError(

@@ -27,7 +27,13 @@ from typing import NamedTuple
 
 from samsa.errors import KafkaTimeoutError
 
-__all__ = ["NO_TIMESTAMP", "ProduceRequestResult", "RecordCallback", "RecordFuture", "RecordMetadata"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "ProduceRequestResult",
+    "RecordCallback",
+    "RecordFuture",
+    "RecordMetadata",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +69,14 @@ class ProduceRequestResult:
     """The outcome of one batch, shared by the futures of all its records."""
 
     __slots__ = (
-        "topic",
-        "partition",
-        "base_offset",
-        "log_append_time",
-        "error",
-        "record_errors",
         "_event",
         "_listeners",
+        "base_offset",
+        "error",
+        "log_append_time",
+        "partition",
+        "record_errors",
+        "topic",
     )
 
     def __init__(self, topic: str, partition: int) -> None:
@@ -107,7 +113,11 @@ class ProduceRequestResult:
                 try:
                     listener()
                 except Exception:
-                    log.exception("Error in a callback for a record sent to %s-%d", self.topic, self.partition)
+                    log.exception(
+                        "Error in a callback for a record sent to %s-%d",
+                        self.topic,
+                        self.partition,
+                    )
 
     def add_listener(self, listener: Callable[[], object]) -> None:
         """Run ``listener()`` after completion (now, if already complete)."""
@@ -120,7 +130,11 @@ class ProduceRequestResult:
         try:
             listener()
         except Exception:
-            log.exception("Error in a callback for a record sent to %s-%d", self.topic, self.partition)
+            log.exception(
+                "Error in a callback for a record sent to %s-%d",
+                self.topic,
+                self.partition,
+            )
 
     def is_done(self) -> bool:
         return self._event.is_set()
@@ -148,7 +162,14 @@ class ProduceRequestResult:
 class RecordFuture:
     """The future ``send()`` returns: a thin handle on the batch's result."""
 
-    __slots__ = ("_result", "_relative_offset", "_timestamp", "_key_size", "_value_size", "_next")
+    __slots__ = (
+        "_key_size",
+        "_next",
+        "_relative_offset",
+        "_result",
+        "_timestamp",
+        "_value_size",
+    )
 
     def __init__(
         self,
@@ -202,12 +223,24 @@ class RecordFuture:
         Raises the Kafka error the record failed with, or KafkaTimeoutError if the wait ran
         out (the record may still be delivered later).
         """
+        return self._wait(timeout).value()
+
+    result = get  # concurrent.futures spelling
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The error the record failed with, None on success; waits like :meth:`get`."""
+        return self._wait(timeout).outcome()[1]
+
+    def _wait(self, timeout: float | None) -> RecordFuture:
+        """Wait for completion, following split chains; returns the final future."""
         deadline = None if timeout is None else time.monotonic() + timeout
         future = self
         while True:
             result = future._result
             if not result._event.is_set():
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                remaining = (
+                    None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
                 if not result._event.wait(remaining):
                     raise KafkaTimeoutError(
                         f"the broker to acknowledge a record sent to {result.topic}-{result.partition} "
@@ -216,23 +249,8 @@ class RecordFuture:
                         None if timeout is None else timeout * 1000.0,
                     )
             if future._next is None:
-                break
+                return future
             future = future._next
-        return future.value()
-
-    result = get  # concurrent.futures spelling
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        """The error the record failed with, None on success; waits like :meth:`get`."""
-        try:
-            self.get(timeout)
-        except KafkaTimeoutError as exc:
-            if self.done():
-                return exc
-            raise
-        except BaseException as exc:
-            return exc
-        return None
 
     def value(self) -> RecordMetadata:
         """Metadata of a completed record (raises its error if it failed)."""
@@ -252,7 +270,9 @@ class RecordFuture:
             result.topic,
             result.partition,
             INVALID_OFFSET if base == INVALID_OFFSET else base + self._relative_offset,
-            result.log_append_time if result.log_append_time != NO_TIMESTAMP else self._timestamp,
+            result.log_append_time
+            if result.log_append_time != NO_TIMESTAMP
+            else self._timestamp,
             self._key_size,
             self._value_size,
         )

@@ -34,7 +34,9 @@ class ProducerInterceptor(Protocol):
         """Return the record to send (the same or a new one)."""
         ...
 
-    def on_acknowledgement(self, metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None:
         """Called once per record when it is acknowledged or fails (metadata may be partial)."""
         ...
 
@@ -74,14 +76,22 @@ class ProducerInterceptors:
                 )
         return record
 
-    def on_acknowledgement(self, metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None:
         for interceptor in self.interceptors:
             try:
                 interceptor.on_acknowledgement(metadata, exception)
             except Exception:
-                log.warning("Interceptor %r raised in on_acknowledgement", interceptor, exc_info=True)
+                log.warning(
+                    "Interceptor %r raised in on_acknowledgement",
+                    interceptor,
+                    exc_info=True,
+                )
 
-    def on_send_error(self, record: Any, partition: int | None, exception: BaseException) -> None:
+    def on_send_error(
+        self, record: Any, partition: int | None, exception: BaseException
+    ) -> None:
         """A record failed before reaching the accumulator (serialization, metadata, memory...).
 
         Interceptors get ``on_acknowledgement`` with metadata naming the topic and the
@@ -91,7 +101,14 @@ class ProducerInterceptors:
         if record is not None:
             if partition is None:
                 partition = getattr(record, "partition", None)
-            metadata = RecordMetadata(getattr(record, "topic", ""), -1 if partition is None else partition, -1, -1, -1, -1)
+            metadata = RecordMetadata(
+                getattr(record, "topic", ""),
+                -1 if partition is None else partition,
+                -1,
+                -1,
+                -1,
+                -1,
+            )
         self.on_acknowledgement(metadata, exception)
 
     def close(self) -> None:
@@ -102,4 +119,6 @@ class ProducerInterceptors:
             try:
                 close()
             except Exception:
-                log.warning("Interceptor %r raised in close", interceptor, exc_info=True)
+                log.warning(
+                    "Interceptor %r raised in close", interceptor, exc_info=True
+                )

@@ -58,7 +58,11 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     tail = length & ~3
     if tail:
         # One C-level call instead of 4 byte reads per group.
-        for k in memoryview(data)[:tail].cast("I") if _LITTLE_ENDIAN else _words_le(data, tail):
+        for k in (
+            memoryview(data)[:tail].cast("I")
+            if _LITTLE_ENDIAN
+            else _words_le(data, tail)
+        ):
             k = (k * _M) & _MASK32
             k ^= k >> 24
             k = (k * _M) & _MASK32
@@ -112,7 +116,11 @@ class Partitioner(Protocol):
     """A custom ``partitioner.class``.  ``partition`` returns a partition id >= 0."""
 
     def partition(
-        self, topic: str, key_bytes: bytes | None, value_bytes: bytes | None, cluster: ClusterView
+        self,
+        topic: str,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        cluster: ClusterView,
     ) -> int: ...
 
     def close(self) -> None: ...
@@ -144,7 +152,9 @@ def partition_for_record(
     if key_bytes is not None and not ignore_keys:
         count = cluster.partition_count(topic)
         if not count:
-            raise ValueError(f"no partition count known for topic {topic!r}; wait for its metadata first")
+            raise ValueError(
+                f"no partition count known for topic {topic!r}; wait for its metadata first"
+            )
         return to_positive(murmur2(key_bytes)) % count
     return UNKNOWN_PARTITION
 
@@ -160,7 +170,11 @@ class RoundRobinPartitioner:
         self._counters: dict[str, itertools.count[int]] = {}
 
     def partition(
-        self, topic: str, key_bytes: bytes | None, value_bytes: bytes | None, cluster: ClusterView
+        self,
+        topic: str,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        cluster: ClusterView,
     ) -> int:
         counter = self._counters.get(topic)
         if counter is None:
@@ -269,11 +283,16 @@ class BuiltInPartitioner:
             return
         info.produced_bytes += appended_bytes
         produced = info.produced_bytes
-        if (produced >= self.sticky_batch_size and enable_switch) or produced >= 2 * self.sticky_batch_size:
+        if (
+            produced >= self.sticky_batch_size and enable_switch
+        ) or produced >= 2 * self.sticky_batch_size:
             self._sticky = StickyPartitionInfo(self.next_partition(cluster))
 
     def update_partition_load_stats(
-        self, queue_sizes: list[int] | None, partition_ids: list[int] | None, length: int
+        self,
+        queue_sizes: list[int] | None,
+        partition_ids: list[int] | None,
+        length: int,
     ) -> None:
         """Rebuild the weighted table from queue sizes (modified in place), as Java does.
 
@@ -295,8 +314,7 @@ class BuiltInPartitioner:
             size = queue_sizes[i]
             if size != max_plus_1:
                 all_equal = False
-            if size > max_plus_1:
-                max_plus_1 = size
+            max_plus_1 = max(max_plus_1, size)
         max_plus_1 += 1
         if all_equal and length == len(queue_sizes):
             self._load_stats = None

@@ -46,7 +46,9 @@ class Serializer(Protocol):
     def serialize(self, topic: str, data: Any) -> bytes | None: ...
 
 
-def _wrong_type(serializer: object, topic: str, data: Any, expected: str) -> SerializationError:
+def _wrong_type(
+    serializer: object, topic: str, data: Any, expected: str
+) -> SerializationError:
     return SerializationError(
         f"{type(serializer).__name__} cannot serialize a {type(data).__name__} for topic {topic!r}: "
         f"it expects {expected}; set key.serializer/value.serializer to match your data"
@@ -134,7 +136,11 @@ class JsonSerializer:
     """Any JSON-serializable object as compact UTF-8 JSON."""
 
     def __init__(self, **dumps_kwargs: Any) -> None:
-        self._dumps_kwargs = {"separators": (",", ":"), "ensure_ascii": False, **dumps_kwargs}
+        self._dumps_kwargs = {
+            "separators": (",", ":"),
+            "ensure_ascii": False,
+            **dumps_kwargs,
+        }
 
     def serialize(self, topic: str, data: Any) -> bytes | None:
         if data is None:
@@ -142,7 +148,9 @@ class JsonSerializer:
         try:
             return json.dumps(data, **self._dumps_kwargs).encode("utf-8")
         except (TypeError, ValueError) as exc:
-            raise SerializationError(f"JsonSerializer cannot serialize a value for topic {topic!r}: {exc}") from None
+            raise SerializationError(
+                f"JsonSerializer cannot serialize a value for topic {topic!r}: {exc}"
+            ) from None
 
 
 class _CallableSerializer:
@@ -161,7 +169,9 @@ class _CallableSerializer:
         except SerializationError:
             raise
         except Exception as exc:
-            raise SerializationError(f"serializer {self.fn!r} failed for topic {topic!r}: {exc!r}") from exc
+            raise SerializationError(
+                f"serializer {self.fn!r} failed for topic {topic!r}: {exc!r}"
+            ) from exc
         if out is None or type(out) is bytes:
             return out
         if isinstance(out, (bytearray, memoryview)):
@@ -205,15 +215,21 @@ def as_serialize_fn(spec: Any) -> SerializeFn:
         name = spec.strip()
         target = SERIALIZER_ALIASES.get(name, SERIALIZER_ALIASES.get(name.casefold()))
         if target is None:
-            raise SerializationError(f"unknown serializer name {spec!r}; known names: {', '.join(SERIALIZER_ALIASES)}")
+            raise SerializationError(
+                f"unknown serializer name {spec!r}; known names: {', '.join(SERIALIZER_ALIASES)}"
+            )
         spec = target
     if isinstance(spec, type):
         if not callable(getattr(spec, "serialize", None)):
-            raise SerializationError(f"serializer class {spec.__name__} has no serialize(topic, data) method")
+            raise SerializationError(
+                f"serializer class {spec.__name__} has no serialize(topic, data) method"
+            )
         spec = spec()
     serialize = getattr(spec, "serialize", None)
     if callable(serialize):
         return serialize  # type: ignore[no-any-return]
     if callable(spec):
         return _CallableSerializer(spec).serialize
-    raise SerializationError(f"{spec!r} is not a serializer: give an object with serialize(topic, data) or a callable")
+    raise SerializationError(
+        f"{spec!r} is not a serializer: give an object with serialize(topic, data) or a callable"
+    )

@@ -10,7 +10,9 @@ class FakeCluster:
 
     def __init__(self, topics: dict[str, Sequence[int | None]] | None = None) -> None:
         # topic -> leader node id per partition
-        self.leaders: dict[str, list[int | None]] = {t: list(ls) for t, ls in (topics or {}).items()}
+        self.leaders: dict[str, list[int | None]] = {
+            t: list(ls) for t, ls in (topics or {}).items()
+        }
         self.epochs: dict[tuple[str, int], int] = {}
 
     def partition_count(self, topic: str) -> int | None:
@@ -18,7 +20,11 @@ class FakeCluster:
         return None if leaders is None else len(leaders)
 
     def available_partitions(self, topic: str) -> list[int]:
-        return [p for p, leader in enumerate(self.leaders.get(topic, [])) if leader is not None]
+        return [
+            p
+            for p, leader in enumerate(self.leaders.get(topic, []))
+            if leader is not None
+        ]
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         leaders = self.leaders.get(topic)

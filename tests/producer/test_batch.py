@@ -8,7 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samsa.errors import IllegalStateError, NotLeaderOrFollowerError, RecordListTooLargeError
+from samsa.errors import (
+    IllegalStateError,
+    NotLeaderOrFollowerError,
+    RecordListTooLargeError,
+)
 from samsa.producer.batch import (
     CompressionRatioEstimator,
     FinalState,
@@ -24,8 +28,12 @@ from samsa.records.builder import RecordBatchBuilder
 TP = TopicPartition("t", 1)
 
 
-def new_batch(limit: int = 16384, created: int = 1000, compression: Compression = Compression.NONE) -> ProducerBatch:
-    return ProducerBatch(TP, RecordBatchBuilder(compression=compression, batch_size_limit=limit), created)
+def new_batch(
+    limit: int = 16384, created: int = 1000, compression: Compression = Compression.NONE
+) -> ProducerBatch:
+    return ProducerBatch(
+        TP, RecordBatchBuilder(compression=compression, batch_size_limit=limit), created
+    )
 
 
 class Recorder:
@@ -56,7 +64,9 @@ def test_is_full_and_closed_for_appends() -> None:
     assert batch.is_full()
     assert batch.try_append(1, None, b"x", None, None, 0) is None
     big = new_batch(limit=100)
-    assert big.try_append(1, None, b"x" * 200, None, None, 0) is not None  # first record always fits
+    assert (
+        big.try_append(1, None, b"x" * 200, None, None, 0) is not None
+    )  # first record always fits
     assert big.is_full()
 
 
@@ -66,14 +76,20 @@ def test_complete_fires_callbacks_in_order_then_wakes_futures() -> None:
     seen_done: list[bool] = []
     futures = []
     for i in range(3):
+
         def cb(md: Any, err: Any, i: int = i) -> None:
             order.append(md.offset)
             seen_done.append(futures[i].done())
+
         futures.append(batch.try_append(100 + i, b"key", b"value", None, cb, 0))
     batch.try_append(200, None, None, None, None, 0)  # no callback
     assert batch.complete(40, -1) is True
     assert order == [40, 41, 42]
-    assert seen_done == [False, False, False]  # callbacks run before the result is marked done
+    assert seen_done == [
+        False,
+        False,
+        False,
+    ]  # callbacks run before the result is marked done
     assert futures[1].get(0) == RecordMetadata("t", 1, 41, 101, 3, 5)
     assert batch.final_state is FinalState.SUCCEEDED and batch.is_done()
 
@@ -103,7 +119,9 @@ def test_completes_exactly_once() -> None:
     rec = Recorder()
     batch.try_append(1, None, b"v", None, rec, 0)
     assert batch.complete_exceptionally(NotLeaderOrFollowerError())
-    assert not batch.complete_exceptionally(NotLeaderOrFollowerError())  # FAILED -> FAILED ignored
+    assert not batch.complete_exceptionally(
+        NotLeaderOrFollowerError()
+    )  # FAILED -> FAILED ignored
     assert not batch.complete(5)  # FAILED -> SUCCEEDED ignored
     assert len(rec.calls) == 1
     with pytest.raises(IllegalStateError):
@@ -165,7 +183,11 @@ def test_producer_state_lands_in_the_built_batch() -> None:
     assert batch.has_sequence() and batch.last_sequence == 13
     data = batch.close()
     header = RecordBatch(data).header
-    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (77, 2, 10)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (
+        77,
+        2,
+        10,
+    )
     assert batch.is_closed
     batch.reset_producer_state(77, 3, 0)
     assert batch.sequence_has_been_reset()
@@ -175,7 +197,10 @@ def test_producer_state_lands_in_the_built_batch() -> None:
 def test_split_chains_futures_and_carries_sequences() -> None:
     batch = new_batch(limit=10_000)
     rec = Recorder()
-    futures = [batch.try_append(100 + i, b"k%d" % i, b"v" * 100, [("h", b"x")], rec, 0) for i in range(20)]
+    futures = [
+        batch.try_append(100 + i, b"k%d" % i, b"v" * 100, [("h", b"x")], rec, 0)
+        for i in range(20)
+    ]
     batch.set_producer_state(5, 0, 40)
     batch.close()
     parts = batch.split(600)
@@ -184,7 +209,9 @@ def test_split_chains_futures_and_carries_sequences() -> None:
     assert all(p.is_split_batch and p.created_ms == batch.created_ms for p in parts)
     # Sequences continue across the new batches.
     seqs = [p.base_sequence for p in parts]
-    assert seqs[0] == 40 and all(b - a == p.record_count for a, b, p in zip(seqs, seqs[1:], parts))
+    assert seqs[0] == 40 and all(
+        b - a == p.record_count for a, b, p in zip(seqs, seqs[1:], parts)
+    )
     # The old result completed with an error the users never see.
     assert isinstance(batch.result.error, RecordListTooLargeError)
     assert not any(f.done() for f in futures)  # type: ignore[union-attr]
@@ -202,9 +229,14 @@ def test_split_chains_futures_and_carries_sequences() -> None:
 @given(
     st.one_of(st.none(), st.binary(max_size=300)),
     st.one_of(st.none(), st.binary(max_size=3000)),
-    st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))), max_size=3),
+    st.lists(
+        st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))),
+        max_size=3,
+    ),
 )
-def test_size_upper_bound_covers_a_one_record_batch(key: bytes | None, value: bytes | None, headers: list) -> None:
+def test_size_upper_bound_covers_a_one_record_batch(
+    key: bytes | None, value: bytes | None, headers: list
+) -> None:
     builder = RecordBatchBuilder(batch_size_limit=1)
     builder.append(2**40, key, value, headers)
     assert len(builder.build()) <= estimate_size_upper_bound(key, value, headers)
@@ -217,7 +249,9 @@ def test_compression_ratio_estimator() -> None:
     assert est.update("t", 1, 2.0) == 2.0  # deteriorates at once
     est.set_estimation("t", 1, 1.2)
     assert est.estimation("t", 1) == 1.2
-    batch = ProducerBatch(TP, RecordBatchBuilder(compression=Compression.GZIP, batch_size_limit=10_000), 0)
+    batch = ProducerBatch(
+        TP, RecordBatchBuilder(compression=Compression.GZIP, batch_size_limit=10_000), 0
+    )
     for _ in range(50):
         batch.try_append(1, None, b"a" * 50, None, None, 0)
     est2 = CompressionRatioEstimator()

@@ -72,14 +72,16 @@ def test_partial_memory_gathered_is_returned_on_timeout() -> None:
     def big() -> None:
         try:
             pool.allocate(80, 300)
-        except BaseException as exc:
+        except BufferExhaustedError as exc:
             errors.append(exc)
         done.set()
 
     t = threading.Thread(target=big)
     t.start()
     wait_until(lambda: pool.queued() == 1)
-    pool.deallocate(held[:30], 30)  # some memory comes back: the waiter takes it but still lacks 10
+    pool.deallocate(
+        held[:30], 30
+    )  # some memory comes back: the waiter takes it but still lacks 10
     done.wait(30)
     t.join(30)
     assert isinstance(errors[0], BufferExhaustedError)
@@ -115,7 +117,8 @@ def test_waiters_are_served_in_fifo_order() -> None:
         t = threading.Thread(target=waiter, args=(name,))
         t.start()
         threads.append(t)
-        wait_until(lambda n=len(threads): pool.queued() == n)
+        expected = len(threads)
+        wait_until(lambda n=expected: pool.queued() == n)
     pool.deallocate(first)
     for t in threads:
         t.join(30)
@@ -130,7 +133,7 @@ def test_close_wakes_waiters_and_refuses_new_allocations() -> None:
     def blocked() -> None:
         try:
             pool.allocate(100, 60000)
-        except BaseException as exc:
+        except ProducerClosedError as exc:
             errors.append(exc)
 
     t = threading.Thread(target=blocked)

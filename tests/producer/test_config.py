@@ -7,7 +7,11 @@ import pytest
 from samsa.errors import ConfigError
 from samsa.producer.config import PRODUCER_CONFIG, ProducerConfig
 from samsa.producer.partitioner import RoundRobinPartitioner
-from samsa.producer.serializers import IntegerSerializer, JsonSerializer, StringSerializer
+from samsa.producer.serializers import (
+    IntegerSerializer,
+    JsonSerializer,
+    StringSerializer,
+)
 
 KAFKA_DEFAULTS = {
     "bootstrap.servers": [],
@@ -61,7 +65,10 @@ def test_client_ids_are_numbered_unless_given() -> None:
     assert ProducerConfig(client_id="mine").client_id == "mine"
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("all", -1), ("ALL", -1), ("-1", -1), (-1, -1), ("1", 1), (1, 1), (0, 0)])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("all", -1), ("ALL", -1), ("-1", -1), (-1, -1), ("1", 1), (1, 1), (0, 0)],
+)
 def test_acks_normalised_to_int(raw: object, expected: int) -> None:
     assert ProducerConfig(acks=raw, enable_idempotence=False).acks == expected
 
@@ -99,12 +106,28 @@ def test_serializer_instances_pass_through() -> None:
     [
         ({"linger_mss": 1}, "linger_mss", "'linger.ms'"),
         ({"acks": "2"}, "acks", "all, -1, 0, 1"),
-        ({"compression.type": "brotli"}, "compression.type", "none, gzip, snappy, lz4, zstd"),
-        ({"compression.gzip.level": 10}, "compression.gzip.level", "between 1 and 9 or -1"),
+        (
+            {"compression.type": "brotli"},
+            "compression.type",
+            "none, gzip, snappy, lz4, zstd",
+        ),
+        (
+            {"compression.gzip.level": 10},
+            "compression.gzip.level",
+            "between 1 and 9 or -1",
+        ),
         ({"compression.lz4.level": 0}, "compression.lz4.level", "between 1 and 17"),
-        ({"compression.zstd.level": 23}, "compression.zstd.level", "between -131072 and 22"),
+        (
+            {"compression.zstd.level": 23},
+            "compression.zstd.level",
+            "between -131072 and 22",
+        ),
         ({"batch.size": -1}, "batch.size", "at least 0"),
-        ({"max.in.flight.requests.per.connection": 0}, "max.in.flight.requests.per.connection", "at least 1"),
+        (
+            {"max.in.flight.requests.per.connection": 0},
+            "max.in.flight.requests.per.connection",
+            "at least 1",
+        ),
         ({"metadata.max.idle.ms": 10}, "metadata.max.idle.ms", "at least 5000"),
         ({"retries": -1}, "retries", "between 0"),
         ({"security.protocol": "SSL"}, "security.protocol", "PLAINTEXT"),
@@ -112,7 +135,9 @@ def test_serializer_instances_pass_through() -> None:
         ({"key.serializer": "nope"}, "key.serializer", "known names"),
     ],
 )
-def test_invalid_settings(settings: dict[str, object], setting: str, fragment: str) -> None:
+def test_invalid_settings(
+    settings: dict[str, object], setting: str, fragment: str
+) -> None:
     with pytest.raises(ConfigError) as info:
         ProducerConfig(settings)
     assert info.value.setting == setting
@@ -127,11 +152,16 @@ def test_invalid_settings(settings: dict[str, object], setting: str, fragment: s
     [
         ({"acks": "1"}, "acks"),
         ({"acks": 0}, "acks"),
-        ({"max.in.flight.requests.per.connection": 6}, "max.in.flight.requests.per.connection"),
+        (
+            {"max.in.flight.requests.per.connection": 6},
+            "max.in.flight.requests.per.connection",
+        ),
         ({"retries": 0}, "retries"),
     ],
 )
-def test_explicit_idempotence_conflicts_raise(settings: dict[str, object], setting: str) -> None:
+def test_explicit_idempotence_conflicts_raise(
+    settings: dict[str, object], setting: str
+) -> None:
     with pytest.raises(ConfigError) as info:
         ProducerConfig(settings, enable_idempotence=True)
     assert info.value.setting == setting
@@ -140,9 +170,16 @@ def test_explicit_idempotence_conflicts_raise(settings: dict[str, object], setti
 
 @pytest.mark.parametrize(
     "settings",
-    [{"acks": "1"}, {"acks": 0}, {"max.in.flight.requests.per.connection": 6}, {"retries": 0}],
+    [
+        {"acks": "1"},
+        {"acks": 0},
+        {"max.in.flight.requests.per.connection": 6},
+        {"retries": 0},
+    ],
 )
-def test_default_idempotence_is_disabled_silently_on_conflict(settings: dict[str, object]) -> None:
+def test_default_idempotence_is_disabled_silently_on_conflict(
+    settings: dict[str, object],
+) -> None:
     assert ProducerConfig(settings).enable_idempotence is False
 
 
@@ -173,7 +210,12 @@ def test_delivery_timeout_equal_to_sum_is_fine() -> None:
 
 def test_reconnect_backoff_max_follows_backoff_when_only_backoff_set() -> None:
     assert ProducerConfig(reconnect_backoff_ms=2000).reconnect_backoff_max_ms == 2000
-    assert ProducerConfig(reconnect_backoff_ms=20, reconnect_backoff_max_ms=500).reconnect_backoff_max_ms == 500
+    assert (
+        ProducerConfig(
+            reconnect_backoff_ms=20, reconnect_backoff_max_ms=500
+        ).reconnect_backoff_max_ms
+        == 500
+    )
 
 
 def test_effective_batch_size_and_levels() -> None:

@@ -26,7 +26,9 @@ class Suffix:
     def on_send(self, record: Rec) -> Rec:
         return record._replace(value=record.value + self.suffix)
 
-    def on_acknowledgement(self, metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None:
         self.acks.append((metadata, exception))
 
     def close(self) -> None:

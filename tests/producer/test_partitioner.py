@@ -81,8 +81,12 @@ class KafkaPythonCluster:
 
 @given(st.binary(max_size=40), st.integers(min_value=1, max_value=200))
 def test_keyed_placement_matches_kafka_python(key: bytes, num_partitions: int) -> None:
-    theirs = KafkaPythonPartitioner().partition("t", None, key, None, None, KafkaPythonCluster("t", num_partitions))
-    ours = partition_for_record("t", None, key, None, FakeCluster({"t": [1] * num_partitions}))
+    theirs = KafkaPythonPartitioner().partition(
+        "t", None, key, None, None, KafkaPythonCluster("t", num_partitions)
+    )
+    ours = partition_for_record(
+        "t", None, key, None, FakeCluster({"t": [1] * num_partitions})
+    )
     assert ours == theirs == partition_for_key(key, num_partitions)
 
 
@@ -94,7 +98,13 @@ class Fixed:
         self.value = value
         self.calls: list[tuple[str, bytes | None, bytes | None]] = []
 
-    def partition(self, topic: str, key_bytes: bytes | None, value_bytes: bytes | None, cluster: ClusterView) -> int:
+    def partition(
+        self,
+        topic: str,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        cluster: ClusterView,
+    ) -> int:
         self.calls.append((topic, key_bytes, value_bytes))
         return self.value
 
@@ -115,9 +125,14 @@ def test_partition_for_record_rules() -> None:
     assert partition_for_record("t", None, b"key1", b"v", cluster, custom) == 1
     assert custom.calls == [("t", b"key1", b"v")]
     assert partition_for_record("t", None, b"key1", None, cluster) == 2  # murmur2
-    assert partition_for_record("t", None, b"", None, cluster) == 3  # empty key is hashed
+    assert (
+        partition_for_record("t", None, b"", None, cluster) == 3
+    )  # empty key is hashed
     assert partition_for_record("t", None, None, None, cluster) == UNKNOWN_PARTITION
-    assert partition_for_record("t", None, b"key1", None, cluster, ignore_keys=True) == UNKNOWN_PARTITION
+    assert (
+        partition_for_record("t", None, b"key1", None, cluster, ignore_keys=True)
+        == UNKNOWN_PARTITION
+    )
 
 
 def test_keyed_placement_uses_all_partitions_even_unavailable() -> None:
@@ -133,7 +148,14 @@ def test_negative_custom_partition_is_rejected() -> None:
 def test_round_robin_cycles_available_then_all() -> None:
     rr = RoundRobinPartitioner()
     cluster = FakeCluster({"t": [1, None, 1, 1], "u": [None, None]})
-    assert [rr.partition("t", b"k", None, cluster) for _ in range(6)] == [0, 2, 3, 0, 2, 3]
+    assert [rr.partition("t", b"k", None, cluster) for _ in range(6)] == [
+        0,
+        2,
+        3,
+        0,
+        2,
+        3,
+    ]
     assert [rr.partition("u", None, None, cluster) for _ in range(3)] == [0, 1, 0]
 
 

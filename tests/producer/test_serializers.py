@@ -52,7 +52,14 @@ def test_json() -> None:
 
 
 @pytest.mark.parametrize(
-    "ser", [BytesSerializer(), StringSerializer(), IntegerSerializer(), LongSerializer(), JsonSerializer()]
+    "ser",
+    [
+        BytesSerializer(),
+        StringSerializer(),
+        IntegerSerializer(),
+        LongSerializer(),
+        JsonSerializer(),
+    ],
 )
 def test_none_passes_through(ser: object) -> None:
     assert ser.serialize("t", None) is None  # type: ignore[attr-defined]
@@ -63,7 +70,10 @@ def test_as_serialize_fn_resolution() -> None:
     assert as_serialize_fn(None)("t", b"x") == b"x"
     assert as_serialize_fn("str")("t", "x") == b"x"
     assert as_serialize_fn("INT")("t", 1) == b"\x00\x00\x00\x01"
-    assert as_serialize_fn("org.apache.kafka.common.serialization.LongSerializer")("t", 1) == b"\x00" * 7 + b"\x01"
+    assert (
+        as_serialize_fn("org.apache.kafka.common.serialization.LongSerializer")("t", 1)
+        == b"\x00" * 7 + b"\x01"
+    )
     assert as_serialize_fn(StringSerializer)("t", "y") == b"y"
     assert as_serialize_fn(lambda v: v.upper().encode())("t", "z") == b"Z"
     assert as_serialize_fn(lambda v: bytearray(v))("t", b"q") == b"q"
