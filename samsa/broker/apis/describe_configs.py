@@ -98,7 +98,7 @@ def _result(version: int, entries: list[ConfigEntry], keys: list[str] | None,
             continue
         out.append(ResourceResult(
             name=e.name, value=e.value, read_only=e.read_only,
-            is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+            is_default=version == 0 and e.source == ConfigSource.DEFAULT_CONFIG,
             config_source=int(e.source), is_sensitive=e.sensitive,
             synonyms=[Synonym(name=n, value=v, source=int(s)) for n, v, s in e.synonyms]
             if include_synonyms else [],

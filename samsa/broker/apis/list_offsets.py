@@ -39,8 +39,8 @@ def _lookup(log: Log, timestamp: int, read_committed: bool) -> TimestampAndOffse
     return found
 
 
-def _partition(services: BrokerServices, topic: str, p: object,
-               read_committed: bool) -> PartitionResponse:
+def _partition(services: BrokerServices, topic: str, p: object, read_committed: bool,
+               version: int) -> PartitionResponse:
     index = p.partition_index  # type: ignore[attr-defined]
     log = services.get_log(topic, index)
     if log is None:
@@ -55,8 +55,10 @@ def _partition(services: BrokerServices, topic: str, p: object,
     except KafkaError as exc:
         return PartitionResponse(partition_index=index,
                                  error_code=code_for(exc, f"list offsets of {topic}-{index}"))
+    # LeaderEpoch exists from v4; the codec refuses a non-default value in older versions.
     return PartitionResponse(partition_index=index, error_code=0, timestamp=found.timestamp,
-                             offset=found.offset, leader_epoch=found.leader_epoch)
+                             offset=found.offset,
+                             leader_epoch=found.leader_epoch if version >= 4 else -1)
 
 
 def handle_list_offsets(services: BrokerServices, ctx: RequestContext) -> ListOffsetsResponse:
@@ -77,6 +79,6 @@ def handle_list_offsets(services: BrokerServices, ctx: RequestContext) -> ListOf
                 partitions.append(PartitionResponse(partition_index=p.partition_index,
                                                     error_code=InvalidRequestError.code))
             else:
-                partitions.append(_partition(services, t.name, p, read_committed))
+                partitions.append(_partition(services, t.name, p, read_committed, version))
         topics.append(TopicResponse(name=t.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

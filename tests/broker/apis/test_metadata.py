@@ -14,9 +14,14 @@ def _topics(response: Any) -> dict[str, Any]:
     return {t.name: t for t in response.topics}
 
 
-@pytest.mark.parametrize("version", [0, 1, 4, 7, 9, 10, 12])
-def test_brokers_cluster_and_controller(client: Any, apis: Any, version: int) -> None:
-    response = client.call(MetadataRequest(topics=[]), version)
+@pytest.mark.parametrize("version", range(13))
+def test_brokers_cluster_and_controller(client: Any, apis: Any, log_manager: Any,
+                                        version: int) -> None:
+    log_manager.create_topic("present", 1)
+    response = client.call(MetadataRequest(topics=[Topic(name="present"), Topic(name="x y")],
+                                           include_topic_authorized_operations=version >= 8),
+                           version)
+    assert [(t.name, t.error_code) for t in response.topics] == [("present", 0), ("x y", 17)]
     [broker] = response.brokers
     assert (broker.node_id, broker.host, broker.port) == (1, "127.0.0.1", 19092)
     if version >= 1:
