@@ -1,0 +1,526 @@
+"""The network layer (SocketServer, Acceptor, Processors, RequestChannel, handler pool) against
+raw sockets and a small test dispatcher (no log, no real handlers)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from samsa.broker.network import SocketServer
+from samsa.broker.request_channel import RequestContext
+from samsa.protocol import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+    decode_response,
+    encode_request,
+)
+
+# --- a dispatcher standing in for KafkaApis ---------------------------------------------------
+
+
+class FakeSlice:
+    """What the log hands out for zero-copy sends: fileno(), position, size, len(), read()."""
+
+    def __init__(self, fd: int, position: int, size: int, data: bytes | None = None) -> None:
+        self.fd, self.position, self.size = fd, position, size
+        self._data = data
+        self.reads = 0
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        self.reads += 1
+        if self._data is not None:
+            return self._data
+        return os.pread(self.fd, self.size, self.position)
+
+
+class TestApis:
+    """ApiVersions answers; Metadata echoes topic names, with behaviours chosen by name:
+    ``delay`` answers later from another thread, ``boom`` raises, ``silent`` sends nothing,
+    ``close`` closes the connection.  Produce answers with the records' total size.  Fetch
+    answers with ``fetch_slice``."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.fetch_slice: Any = None
+        self.handled = 0
+        self.lock = threading.Lock()
+
+    def handle(self, ctx: RequestContext) -> None:
+        with self.lock:
+            self.handled += 1
+        key = ctx.api_key
+        if key == 18:
+            ctx.respond(ApiVersionsResponse(error_code=0, api_keys=[
+                ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                for k, lo, hi in ((0, 0, 12), (1, 4, 12), (3, 0, 12), (18, 0, 4))]))
+        elif key == 3:
+            names = [t.name for t in ctx.body.topics or []]
+            response = MetadataResponse(brokers=[], topics=[
+                MetadataResponse.MetadataResponseTopic(error_code=0, name=n, partitions=[])
+                for n in names])
+            if "boom" in names:
+                raise RuntimeError("handler bug")
+            if "silent" in names:
+                ctx.no_response()
+            elif "close" in names:
+                ctx.close_connection()
+            elif "delay" in names:
+                threading.Timer(0.05, ctx.respond, (response,)).start()
+            else:
+                ctx.respond(response)
+        elif key == 0:
+            total = sum(len(p.records or b"") for t in ctx.body.topic_data
+                        for p in t.partition_data)
+            ctx.respond(ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+                name="t", partition_responses=[ProduceResponse.PartitionProduceResponse(
+                    index=0, error_code=0, base_offset=total)])]))
+        elif key == 1:
+            ctx.respond(FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+                topic="t", partitions=[FetchResponse.PartitionData(
+                    partition_index=0, error_code=0, high_watermark=1,
+                    records=self.fetch_slice)])]))
+        else:
+            ctx.close_connection()
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., tuple[SocketServer, TestApis]]]:
+    servers: list[SocketServer] = []
+
+    def start(**kwargs: Any) -> tuple[SocketServer, TestApis]:
+        apis = TestApis()
+        kwargs.setdefault("num_network_threads", 2)
+        kwargs.setdefault("num_io_threads", 2)
+        server = SocketServer(apis.handle, "127.0.0.1", 0, **kwargs)
+        server.start()
+        servers.append(server)
+        return server, apis
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def server(start_server: Callable[..., tuple[SocketServer, TestApis]]) -> SocketServer:
+    return start_server()[0]
+
+
+# --- a raw client ---------------------------------------------------------------------------------
+
+
+class Client:
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.correlation = 0
+
+    def send(self, request: Any, version: int, correlation_id: int | None = None) -> int:
+        if correlation_id is None:
+            self.correlation += 1
+            correlation_id = self.correlation
+        self.sock.sendall(encode_request(request, version, correlation_id, "test-client"))
+        return correlation_id
+
+    def _read_exact(self, n: int) -> bytes | None:
+        data = bytearray()
+        while len(data) < n:
+            try:
+                chunk = self.sock.recv(n - len(data))
+            except ConnectionResetError:
+                return None
+            if not chunk:
+                return None
+            data += chunk
+        return bytes(data)
+
+    def read_frame(self) -> bytes | None:
+        head = self._read_exact(4)
+        if head is None:
+            return None
+        return self._read_exact(struct.unpack(">i", head)[0])
+
+    def receive(self, api_key: int, version: int) -> tuple[int, Any]:
+        frame = self.read_frame()
+        assert frame is not None, "the broker closed the connection"
+        return decode_response(api_key, version, frame)
+
+    def call(self, request: Any, version: int) -> Any:
+        correlation_id = self.send(request, version)
+        got, body = self.receive(request.api.key, version)
+        assert got == correlation_id
+        return body
+
+    def assert_closed(self) -> None:
+        """The broker closed this connection (EOF or reset), without answering."""
+        assert self.read_frame() is None
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def metadata(*names: str) -> MetadataRequest:
+    return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names])
+
+
+def echo_names(body: Any) -> list[str]:
+    return [t.name for t in body.topics]
+
+
+# --- ApiVersions ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_every_version(server: SocketServer, version: int) -> None:
+    client = Client(server.port)
+    body = client.call(ApiVersionsRequest(client_software_name="samsa-test",
+                                          client_software_version="1.0"), version)
+    assert body.error_code == 0
+    assert (18, 0, 4) in [(k.api_key, k.min_version, k.max_version) for k in body.api_keys]
+
+
+def test_api_versions_unknown_version_is_answered_in_v0_layout(server: SocketServer) -> None:
+    client = Client(server.port)
+    frame = bytearray(encode_request(ApiVersionsRequest(client_software_name="x",
+                                                        client_software_version="1"), 3, 42, "c"))
+    struct.pack_into(">h", frame, 6, 99)  # request_api_version
+    client.sock.sendall(frame)
+    correlation_id, body = client.receive(18, 0)
+    assert correlation_id == 42
+    assert body.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+    # The connection stays usable: the client retries with a version we know.
+    assert client.call(ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_api_versions_error_range_comes_from_the_server(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server(api_versions_range=(0, 3))
+    client = Client(server.port)
+    frame = bytearray(encode_request(ApiVersionsRequest(), 0, 5, "c"))
+    struct.pack_into(">h", frame, 6, 7)
+    client.sock.sendall(frame)
+    _, body = client.receive(18, 0)
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 3)]
+
+
+# --- framing ----------------------------------------------------------------------------------------
+
+
+def test_request_sent_byte_by_byte(server: SocketServer) -> None:
+    client = Client(server.port)
+    frame = encode_request(metadata("a", "b"), 1, 7, "slow-client")
+    for i in range(len(frame)):
+        client.sock.send(frame[i:i + 1])
+        time.sleep(0.001)  # let each byte arrive in its own segment
+    correlation_id, body = client.receive(3, 1)
+    assert correlation_id == 7
+    assert echo_names(body) == ["a", "b"]
+
+
+def test_pipelined_requests_are_answered_in_request_order(server: SocketServer) -> None:
+    client = Client(server.port)
+    expected = []
+    frames = []
+    for i in range(60):
+        # Every fifth request is answered late, from a timer thread; order must still hold.
+        name = "delay" if i % 5 == 0 else f"t{i}"
+        frames.append(encode_request(metadata(name), 1, 1000 + i, "pipeline"))
+        expected.append((1000 + i, name))
+    client.sock.sendall(b"".join(frames))
+    got = []
+    for _ in frames:
+        correlation_id, body = client.receive(3, 1)
+        got.append((correlation_id, echo_names(body)[0]))
+    assert got == expected
+
+
+def test_pipelined_requests_with_strict_muting(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    # max_pending_frames=0 is Kafka's behaviour: stop reading while a request is in handling.
+    server, _ = start_server(max_pending_frames=0)
+    client = Client(server.port)
+    frames = [encode_request(metadata("delay" if i % 3 == 0 else f"t{i}"), 4, i, "c")
+              for i in range(30)]
+    client.sock.sendall(b"".join(frames))
+    assert [client.receive(3, 4)[0] for _ in frames] == list(range(30))
+
+
+def test_large_request_is_received_whole(server: SocketServer) -> None:
+    # Much larger than the read buffer: received into its own buffer, decoded in place.
+    records = os.urandom(3 * 1024 * 1024)
+    request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    client = Client(server.port)
+    for version in (3, 9):
+        body = client.call(request, version)
+        assert body.responses[0].partition_responses[0].base_offset == len(records)
+
+
+def test_small_and_large_requests_interleaved_in_one_write(server: SocketServer) -> None:
+    big = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=b"x" * 200_000)])])
+    frames = [encode_request(metadata("m1"), 1, 1, "c"), encode_request(big, 7, 2, "c"),
+              encode_request(metadata("m3"), 1, 3, "c")]
+    client = Client(server.port)
+    client.sock.sendall(b"".join(frames))
+    assert echo_names(client.receive(3, 1)[1]) == ["m1"]
+    assert client.receive(0, 7)[1].responses[0].partition_responses[0].base_offset == 200_000
+    assert echo_names(client.receive(3, 1)[1]) == ["m3"]
+
+
+# --- bad input closes only the offending connection --------------------------------------------------
+
+
+def test_oversized_size_prefix_closes_only_that_connection(server: SocketServer) -> None:
+    good = Client(server.port)
+    assert echo_names(good.call(metadata("before"), 1)) == ["before"]
+    bad = Client(server.port)
+    bad.sock.sendall(struct.pack(">i", 104_857_600 + 1) + b"\0" * 100)
+    bad.assert_closed()
+    assert echo_names(good.call(metadata("after"), 1)) == ["after"]
+
+
+def test_limit_is_socket_request_max_bytes(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server(max_request_bytes=1000)
+    ok = Client(server.port)
+    assert echo_names(ok.call(metadata("x" * 100), 1)) == ["x" * 100]
+    too_big = Client(server.port)
+    too_big.send(metadata("y" * 1200), 1)
+    too_big.assert_closed()
+    negative = Client(server.port)
+    negative.sock.sendall(struct.pack(">i", -5))
+    negative.assert_closed()
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _header(key: int, version: int, correlation_id: int = 1, client_id: bytes = b"c") -> bytes:
+    return struct.pack(">hhih", key, version, correlation_id, len(client_id)) + client_id
+
+
+BAD_REQUESTS = {
+    "random bytes": _frame(bytes(range(7, 250, 3))),
+    "shorter than a header": _frame(b"\x00\x03\x00"),
+    "empty frame": _frame(b""),
+    "client id past the end": _frame(struct.pack(">hhih", 3, 1, 1, 500) + b"abc"),
+    "unknown api key": _frame(_header(9999, 0) + b"\0" * 8),
+    "unknown version": _frame(_header(3, 99) + b"\0\0\0\0"),
+    "truncated body": _frame(_header(3, 1) + b"\x00\x00\x00\x05\x00\x03ab"),
+    "bad string length": _frame(_header(3, 1) + b"\x00\x00\x00\x01\x7f\xff"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_REQUESTS))
+def test_malformed_request_closes_that_connection_only(server: SocketServer, name: str) -> None:
+    good = Client(server.port)
+    bad = Client(server.port)
+    bad.sock.sendall(BAD_REQUESTS[name])
+    bad.assert_closed()
+    assert echo_names(good.call(metadata(name), 1)) == [name]
+    assert Client(server.port).call(ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_requests_before_a_bad_one_are_answered(server: SocketServer) -> None:
+    client = Client(server.port)
+    client.sock.sendall(encode_request(metadata("first"), 1, 1, "c")
+                        + BAD_REQUESTS["unknown api key"])
+    assert echo_names(client.receive(3, 1)[1]) == ["first"]
+    client.assert_closed()
+
+
+def test_truncated_frame_then_disconnect_leaves_the_broker_serving(server: SocketServer) -> None:
+    frame = encode_request(metadata("never"), 1, 1, "c")
+    for cut in (2, 4, 9, len(frame) - 1):
+        client = Client(server.port)
+        client.sock.sendall(frame[:cut])
+        client.close()
+    assert echo_names(Client(server.port).call(metadata("still"), 1)) == ["still"]
+
+
+# --- handler outcomes -----------------------------------------------------------------------------------
+
+
+def test_handler_exception_closes_the_connection_and_the_thread_survives(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, apis = start_server(num_io_threads=1)
+    for _ in range(3):
+        client = Client(server.port)
+        client.send(metadata("boom"), 1)
+        client.assert_closed()
+    assert echo_names(Client(server.port).call(metadata("fine"), 1)) == ["fine"]
+    assert apis.handled == 4
+
+
+def test_no_response_moves_on_to_the_next_request(server: SocketServer) -> None:
+    client = Client(server.port)
+    client.send(metadata("silent"), 1)
+    assert echo_names(client.call(metadata("next"), 1)) == ["next"]
+
+
+def test_handler_may_close_the_connection(server: SocketServer) -> None:
+    client = Client(server.port)
+    client.send(metadata("close"), 1)
+    client.assert_closed()
+
+
+def test_a_context_completes_once() -> None:
+    calls: list[str] = []
+
+    class Sink:
+        def send_response(self, conn: Any, chunks: list[Any]) -> None:
+            calls.append("respond")
+
+        def finish_request(self, conn: Any) -> None:
+            calls.append("none")
+
+        def close_connection(self, conn: Any, reason: str) -> None:
+            calls.append("close")
+
+    from samsa.protocol import RequestHeader
+    header = RequestHeader(request_api_key=3, request_api_version=1, correlation_id=9,
+                           client_id="c")
+    ctx = RequestContext(header, metadata(), "conn", "127.0.0.1", "PLAINTEXT", 0.0, 10, Sink(),
+                         None)
+    assert not ctx.completed
+    ctx.respond(MetadataResponse(brokers=[], topics=[]))
+    assert ctx.completed
+    with pytest.raises(RuntimeError):
+        ctx.no_response()
+    with pytest.raises(RuntimeError):
+        ctx.close_connection()
+    assert calls == ["respond"]
+    assert (ctx.api_key, ctx.api_version, ctx.correlation_id, ctx.client_id) == (3, 1, 9, "c")
+
+
+# --- responses from files (zero copy) --------------------------------------------------------------------
+
+
+def _fetch_records(client: Client, version: int = 11) -> bytes:
+    request = FetchRequest(max_wait_ms=0, min_bytes=1, topics=[FetchRequest.FetchTopic(
+        topic="t", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                                           partition_max_bytes=1 << 30)])])
+    body = client.call(request, version)
+    return bytes(body.responses[0].partitions[0].records)
+
+
+def test_file_slice_is_sent_with_sendfile(
+        start_server: Callable[..., tuple[SocketServer, TestApis]], tmp_path: Any) -> None:
+    server, apis = start_server()
+    data = os.urandom(5 * 1024 * 1024 + 123)  # larger than a socket buffer: partial writes
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"head" + data + b"tail")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        apis.fetch_slice = FakeSlice(fd, 4, len(data))
+        client = Client(server.port)
+        assert _fetch_records(client) == data
+        assert _fetch_records(client, version=12) == data  # flexible version
+        assert apis.fetch_slice.reads == 0  # never copied through user space
+    finally:
+        os.close(fd)
+
+
+def test_file_slice_falls_back_to_read_when_sendfile_cannot_be_used(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, apis = start_server()
+    data = os.urandom(100_000)
+    read_end, write_end = os.pipe()  # sendfile cannot seek in a pipe: EINVAL/ESPIPE
+    try:
+        apis.fetch_slice = FakeSlice(read_end, 0, len(data), data=data)
+        assert _fetch_records(Client(server.port)) == data
+        assert apis.fetch_slice.reads == 1
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+# --- connections ------------------------------------------------------------------------------------------
+
+
+def test_idle_connections_are_closed(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server(connections_max_idle_ms=50)
+    idle = Client(server.port)
+    idle.assert_closed()  # blocks until the broker gives up on it
+    used = Client(server.port)
+    assert echo_names(used.call(metadata("x"), 1)) == ["x"]
+    used.assert_closed()
+
+
+def test_many_clients_across_processors(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server(num_network_threads=3, num_io_threads=4)
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            client = Client(server.port)
+            for i in range(20):
+                assert echo_names(client.call(metadata(f"c{n}-{i}"), 4)) == [f"c{n}-{i}"]
+            client.close()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+
+
+def test_client_half_close_still_gets_its_answers(server: SocketServer) -> None:
+    client = Client(server.port)
+    frames = [encode_request(metadata("delay" if i == 0 else f"h{i}"), 1, i, "c")
+              for i in range(5)]
+    client.sock.sendall(b"".join(frames))
+    client.sock.shutdown(socket.SHUT_WR)
+    assert [client.receive(3, 1)[0] for _ in frames] == list(range(5))
+    client.assert_closed()
+
+
+def test_stop_closes_connections_and_port(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server()
+    client = Client(server.port)
+    assert echo_names(client.call(metadata("x"), 1)) == ["x"]
+    server.stop()
+    client.assert_closed()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    server.stop()  # twice is fine
+
+
+def test_port_zero_binds_an_ephemeral_port() -> None:
+    server = SocketServer(lambda ctx: None, "127.0.0.1", 0)
+    with pytest.raises(RuntimeError):
+        server.port
+    port = server.bind()
+    assert port > 0 and server.port == port
+    server.stop()

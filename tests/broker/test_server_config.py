@@ -1,0 +1,175 @@
+"""BrokerConfig (Kafka's broker names and defaults), listeners, and properties files."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.config import (
+    BrokerConfig,
+    Listener,
+    advertised_listener,
+    load_properties,
+    parse_listener,
+    parse_properties,
+)
+from samsa.errors import ConfigError
+
+
+def test_kafka_defaults() -> None:
+    cfg = BrokerConfig()
+    assert cfg["node.id"] == 1
+    assert cfg["num.network.threads"] == 3
+    assert cfg["num.io.threads"] == 8
+    assert cfg["socket.request.max.bytes"] == 104_857_600
+    assert cfg["queued.max.requests"] == 500
+    assert cfg["connections.max.idle.ms"] == 600_000
+    assert cfg["num.partitions"] == 1
+    assert cfg["auto.create.topics.enable"] is True
+    assert cfg["log.segment.bytes"] == 1 << 30
+    assert cfg["message.max.bytes"] == 1_048_588
+    assert cfg["group.initial.rebalance.delay.ms"] == 3000
+    assert cfg["offsets.topic.num.partitions"] == 50
+    assert cfg["log.retention.ms"] is None and cfg["log.retention.hours"] == 168
+    assert cfg.num_io_threads == 8
+
+
+def test_strings_are_converted_as_from_a_properties_file() -> None:
+    cfg = BrokerConfig({"num.partitions": "3", "auto.create.topics.enable": "false",
+                        "log.retention.ms": "60000"})
+    assert cfg["num.partitions"] == 3
+    assert cfg["auto.create.topics.enable"] is False
+    assert cfg["log.retention.ms"] == 60_000
+    assert cfg.explicit == {"num.partitions": 3, "auto.create.topics.enable": False,
+                            "log.retention.ms": 60_000}
+
+
+def test_unknown_setting_is_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({"num.partition": 3})
+    assert info.value.setting == "num.partition"
+    assert "num.partitions" in str(info.value)  # suggested
+
+
+@pytest.mark.parametrize("name, value", [
+    ("num.io.threads", 0),
+    ("num.network.threads", "many"),
+    ("socket.request.max.bytes", -1),
+    ("log.message.timestamp.type", "WallClock"),
+    ("compression.type", "brotli"),
+    ("auto.create.topics.enable", "yes"),
+])
+def test_invalid_value_names_the_setting(name: str, value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({name: value})
+    assert info.value.setting == name
+
+
+def test_kafka_sample_server_properties_load() -> None:
+    text = """
+# Kafka's KRaft sample, abridged
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+    props = parse_properties(text)
+    # Kafka's sample has a CONTROLLER listener; one node serves only PLAINTEXT.
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig(props)
+    assert info.value.setting == "listeners"
+    props["listeners"] = "PLAINTEXT://:9092"
+    props["advertised.listeners"] = "PLAINTEXT://localhost:9092"
+    cfg = BrokerConfig(props)
+    assert cfg.data_dir == "/tmp/kraft-combined-logs"
+
+
+def test_listeners() -> None:
+    assert parse_listener("listeners", "PLAINTEXT://127.0.0.1:9092") == \
+        Listener("PLAINTEXT", "127.0.0.1", 9092)
+    assert parse_listener("listeners", "PLAINTEXT://:0") == Listener("PLAINTEXT", "", 0)
+    assert parse_listener("listeners", "plaintext://[::1]:9093") == Listener("PLAINTEXT", "::1", 9093)
+    for bad in ("127.0.0.1:9092", "SSL://h:1", "PLAINTEXT://h:99999", "PLAINTEXT://h:1,PLAINTEXT://h:2"):
+        with pytest.raises(ConfigError) as info:
+            parse_listener("listeners", bad)
+        assert info.value.setting == "listeners"
+
+
+def test_advertised_listener() -> None:
+    cfg = BrokerConfig()
+    assert advertised_listener(cfg, "127.0.0.1", 5555) == Listener("PLAINTEXT", "127.0.0.1", 5555)
+    assert advertised_listener(cfg, "0.0.0.0", 5555).host == socket.gethostname()
+    assert advertised_listener(cfg, "", 5555).host == socket.gethostname()
+    given = BrokerConfig({"advertised.listeners": "PLAINTEXT://broker.example:0"})
+    assert advertised_listener(given, "0.0.0.0", 5555) == Listener("PLAINTEXT", "broker.example", 5555)
+    fixed = BrokerConfig({"advertised.listeners": "PLAINTEXT://broker.example:19092"})
+    assert advertised_listener(fixed, "0.0.0.0", 5555).port == 19092
+
+
+def test_one_data_directory_only() -> None:
+    assert BrokerConfig({"log.dir": "/a"}).data_dir == "/a"
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({"log.dirs": "/a,/b"})
+    assert info.value.setting == "log.dirs"
+
+
+def test_every_setting_the_log_and_handlers_read_is_known() -> None:
+    from samsa.broker.apis.services import HANDLER_DEFAULTS
+    from samsa.broker.log.config import BROKER_DEFAULTS
+
+    cfg = BrokerConfig()
+    for name, default in {**BROKER_DEFAULTS, **HANDLER_DEFAULTS}.items():
+        assert name in cfg, name
+        assert cfg[name] == default, name
+
+
+def test_properties_format() -> None:
+    text = (
+        "# comment\n"
+        "! also a comment\n"
+        "\n"
+        "a=1\n"
+        "b = two words \n"
+        "c: colon\n"
+        "d space separated\n"
+        "e=first \\\n"
+        "   second\n"
+        "f=tab\\tand\\u0041\n"
+        "g=\n"
+        "path\\=with\\:escapes=x\n"
+    )
+    assert parse_properties(text) == {
+        "a": "1", "b": "two words ", "c": "colon", "d": "space separated",
+        "e": "first second", "f": "tab\tandA", "g": "", "path=with:escapes": "x",
+    }
+
+
+def test_load_properties(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=4\n", encoding="utf-8")
+    assert load_properties(path) == {"num.partitions": "4"}
+    with pytest.raises(ConfigError) as info:
+        load_properties(tmp_path / "missing.properties")
+    assert info.value.setting == "--config-file"
