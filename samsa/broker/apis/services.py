@@ -39,10 +39,14 @@ class BrokerServices:
         self.logs = log_manager
         self.node = node
         self.cluster_id = cluster_id
-        # The settings the operator gave (DescribeConfigs reports them as STATIC_BROKER_CONFIG).
-        self.explicit_config: dict[str, Any] = dict(config or {})
-        self.config: dict[str, Any] = {**HANDLER_DEFAULTS,
-                                       **resolve_broker_config(self.explicit_config)}
+        given = dict(config or {})
+        # The settings the operator set (DescribeConfigs reports them as STATIC_BROKER_CONFIG):
+        # a BrokerConfig knows which names were set explicitly; a plain dict holds only those.
+        originals = getattr(config, "originals", None)
+        self.explicit_config: dict[str, Any] = (
+            {k: v for k, v in given.items() if k in originals} if originals is not None
+            else given)
+        self.config: dict[str, Any] = {**HANDLER_DEFAULTS, **resolve_broker_config(given)}
         self.producer_ids = producer_ids
         self.fetch_purgatory = Purgatory("fetch")
 
