@@ -1,0 +1,381 @@
+"""KafkaProducer: the public producer, as Kafka's Java ``KafkaProducer``.
+
+``send()`` runs on the caller's thread: interceptors -> wait for the topic's metadata (bounded
+by max.block.ms) -> serialize key and value -> partition -> size checks ->
+``RecordAccumulator.append`` (may block for buffer memory, within what is left of max.block.ms)
+-> wake the Sender when a batch filled up or was created -> return the record's future.
+Everything else happens on the Sender thread (``sender.py``).
+
+Example::
+
+    with KafkaProducer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
+        future = producer.send("events", b"value", key=b"key")
+        print(future.get(timeout=10))  # RecordMetadata(topic, partition, offset, ...)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any, NamedTuple, Self
+
+from samsa.errors import (
+    ForkedClientError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+)
+from samsa.net.client import NetworkClient
+from samsa.net.metadata import Metadata
+from samsa.producer.accumulator import RecordAccumulator
+from samsa.producer.batch import estimate_size_upper_bound, monotonic_ms
+from samsa.producer.config import ProducerConfig
+from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
+from samsa.producer.interceptors import ProducerInterceptors
+from samsa.producer.metrics import ProducerMetrics
+from samsa.producer.partitioner import UNKNOWN_PARTITION, partition_for_record
+from samsa.producer.sender import ClusterView, Sender
+from samsa.producer.serializers import as_serialize_fn
+from samsa.producer.transaction_manager import TransactionManager
+
+__all__ = ["KafkaProducer", "ProducerRecord", "RecordMetadata"]
+
+log = logging.getLogger(__name__)
+
+HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str | None]] | None
+
+# Bumped in every forked child; a producer remembers the value it was created with.
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class ProducerRecord(NamedTuple):
+    """What interceptors see and may replace in ``on_send``."""
+
+    topic: str
+    value: Any = None
+    key: Any = None
+    partition: int | None = None
+    timestamp_ms: int | None = None
+    headers: HeadersArg = None
+
+
+def _normalize_headers(headers: HeadersArg) -> list[tuple[str, bytes | None]] | None:
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out: list[tuple[str, bytes | None]] = []
+    for name, value in items:
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif value is not None and not isinstance(value, bytes):
+            value = bytes(value)
+        out.append((name, value))
+    return out
+
+
+class KafkaProducer:
+    """A thread-safe producer; see the module docstring and ``samsa.producer.config``.
+
+    ``KafkaProducer(config: dict | None = None, **kwargs)``: settings use Kafka's dotted
+    names; keyword arguments with underscores map to them (``linger_ms=10``).
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = cfg = ProducerConfig(config, **kwargs)
+        self._fork_generation = _fork_generation
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.client_id: str = cfg["client.id"]
+        self._max_block_ms: int = cfg["max.block.ms"]
+        self._max_request_size: int = cfg["max.request.size"]
+        self._total_memory: int = cfg["buffer.memory"]
+        self._serialize_key = as_serialize_fn(cfg["key.serializer"])
+        self._serialize_value = as_serialize_fn(cfg["value.serializer"])
+        partitioner = cfg["partitioner.class"]
+        self._partitioner = partitioner() if isinstance(partitioner, type) else partitioner
+        self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
+        self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
+        self._metrics = ProducerMetrics()
+        self._transaction_manager = (
+            TransactionManager(cfg["transaction.timeout.ms"]) if cfg["enable.idempotence"] else None
+        )
+        self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager)
+        self._metadata, self._client = _network(cfg)
+        self._view: ClusterView | None = None
+        acks: int = cfg["acks"]
+        self._sender = Sender(
+            self._client,
+            self._metadata,
+            self._accumulator,
+            acks=acks,
+            retries=cfg["retries"],
+            max_request_size=self._max_request_size,
+            request_timeout_ms=cfg["request.timeout.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            guarantee_message_order=(
+                cfg["max.in.flight.requests.per.connection"] == 1 or cfg["enable.idempotence"]
+            ),
+            transaction_manager=self._transaction_manager,
+            metrics=self._metrics,
+            client_id=self.client_id,
+        )
+        self._sender.start()
+        # Stop the Sender if the producer is dropped without close().
+        self._finalizer = weakref.finalize(self, Sender.initiate_close, self._sender)
+        log.debug("Producer %s started", self.client_id)
+
+    # --- sending --------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: HeadersArg = None,
+        on_delivery: RecordCallback | None = None,
+    ) -> RecordFuture:
+        """Queue a record; returns its future at once.
+
+        Blocks up to max.block.ms for the topic's metadata and for buffer memory.
+        ``on_delivery(metadata, error)`` runs on the producer's I/O thread when the record is
+        acknowledged or fails; keep it short.  Raises KafkaTimeoutError (metadata or memory not
+        available in time), RecordTooLargeError, SerializationError, ProducerClosedError.
+        """
+        if self._fork_generation != _fork_generation:
+            raise ForkedClientError()
+        if self._closed:
+            raise ProducerClosedError("send() was called after close(); create a new producer")
+        interceptors = self._interceptors
+        if interceptors:
+            record = interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
+            topic, value, key, partition, timestamp_ms, headers = record
+            if on_delivery is not None or interceptors:
+                on_delivery = _InterceptorCallback(on_delivery, interceptors)
+        try:
+            now = monotonic_ms()
+            view, remaining_ms = self._wait_on_metadata(topic, partition, now)
+            key_bytes = self._serialize_key(topic, key)
+            value_bytes = self._serialize_value(topic, value)
+            record_headers = _normalize_headers(headers) if headers else None
+            if partition is None and self._partitioner is None and (key_bytes is None or self._ignore_keys):
+                chosen = UNKNOWN_PARTITION
+            else:
+                chosen = partition_for_record(
+                    topic, partition, key_bytes, value_bytes, view, self._partitioner, self._ignore_keys
+                )
+            size = estimate_size_upper_bound(key_bytes, value_bytes, record_headers)
+            if size > self._max_request_size or size > self._total_memory:
+                self._record_too_large(size)
+            if timestamp_ms is None:
+                timestamp_ms = int(time.time() * 1000)
+            result = self._accumulator.append(
+                topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
+                on_delivery, remaining_ms, False, now, view,
+            )
+            if result.batch_is_full or result.new_batch_created:
+                self._sender.wakeup()
+            future = result.future
+            assert future is not None
+            return future
+        except KafkaError as exc:
+            if interceptors:
+                interceptors.on_send_error(ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
+                                           partition, exc)
+            raise
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
+        """Alias of :meth:`send` (confluent-kafka's spelling)."""
+        return self.send(topic, value, key, **kwargs)
+
+    def _record_too_large(self, size: int) -> None:
+        if size > self._max_request_size:
+            raise RecordTooLargeError(
+                f"The record is {size} bytes when serialized, which is larger than max.request.size="
+                f"{self._max_request_size}; raise max.request.size (and the broker's message.max.bytes) "
+                "or send smaller records"
+            )
+        raise RecordTooLargeError(
+            f"The record is {size} bytes when serialized, which is larger than buffer.memory="
+            f"{self._total_memory}; raise buffer.memory or send smaller records"
+        )
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, now: int) -> tuple[ClusterView, float]:
+        """The cluster view once ``topic`` (and ``partition``) is known, and what is left of
+        max.block.ms.  Java's waitOnMetadata: request updates and wait, bounded."""
+        metadata = self._metadata
+        cluster = metadata.fetch()
+        view = self._view
+        if view is None or view.cluster is not cluster:
+            view = self._view = ClusterView(cluster)
+        count = view.partition_count(topic)
+        if count is not None and (partition is None or partition < count):
+            metadata.add(topic, now)
+            return view, self._max_block_ms
+        max_wait = self._max_block_ms
+        deadline = time.monotonic() + max_wait / 1000.0
+        metadata.add(topic, now)
+        self._metrics.metadata_waits += 1
+        while True:
+            metadata.maybe_throw_for_topic(topic)  # invalid name, not authorized
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if count is not None and partition is not None:
+                    raise KafkaTimeoutError(
+                        f"partition {partition} of topic {topic!r}, which has only {count} partition(s), "
+                        f"to appear in metadata; use a partition below {count}",
+                        max_wait,
+                    )
+                raise KafkaTimeoutError(
+                    f"topic {topic!r} to be present in metadata (Topic {topic} not present in metadata after "
+                    f"{max_wait} ms); check that bootstrap.servers={','.join(self.config['bootstrap.servers'])} "
+                    "is reachable and that the topic exists or can be auto-created",
+                    max_wait,
+                )
+            if self._closed:
+                raise ProducerClosedError("the producer was closed while send() waited for metadata")
+            version = metadata.request_update_for_topic(topic)
+            self._sender.wakeup()
+            try:
+                metadata.await_update(version, remaining * 1000.0)
+            except KafkaTimeoutError:
+                continue  # the next round raises the error that says what to check
+            cluster = metadata.fetch()
+            view = self._view = ClusterView(cluster)
+            count = view.partition_count(topic)
+            if count is not None and (partition is None or partition < count):
+                left = max(0.0, deadline - time.monotonic()) * 1000.0
+                return view, left
+
+    # --- flush, close, info -----------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait (up to ``timeout`` seconds) until every record
+        sent before the call is acknowledged or failed.  Raises KafkaTimeoutError on timeout."""
+        if self._fork_generation != _fork_generation:
+            raise ForkedClientError()
+        if threading.current_thread() is self._sender:
+            log.warning("flush() called from a send callback would deadlock; ignored")
+            return
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        self._accumulator.await_flush_completion(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued and stop, waiting at most ``timeout`` seconds (None: until done).
+
+        Records not acknowledged when the time runs out (all of them with ``timeout=0``) fail
+        with ProducerClosedError.  Never blocks much past ``timeout``.
+        """
+        with self._close_lock:
+            if self._closed and not self._sender.is_alive():
+                return
+            self._closed = True
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        sender = self._sender
+        in_callback = threading.current_thread() is sender
+        if timeout is not None and timeout <= 0:
+            sender.force_close()
+        else:
+            sender.initiate_close()
+        if not in_callback and sender.is_alive():
+            sender.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if sender.is_alive():
+                log.warning("Producer %s: close() timed out; failing records not yet acknowledged", self.client_id)
+                sender.force_close()
+                # Give the Sender a moment to fail the futures; never much past the timeout.
+                sender.join(0.05 if timeout is None or timeout <= 0 else min(0.5, timeout))
+        elif in_callback:
+            sender.force_close()
+        self._finalizer.detach()
+        self._interceptors.close()
+        if self._partitioner is not None and hasattr(self._partitioner, "close"):
+            try:
+                self._partitioner.close()
+            except Exception:
+                log.exception("Error closing the partitioner")
+        log.debug("Producer %s closed", self.client_id)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition ids (waits up to max.block.ms for its metadata)."""
+        if self._closed:
+            raise ProducerClosedError("partitions_for() was called after close()")
+        view, _ = self._wait_on_metadata(topic, None, monotonic_ms())
+        return [p.partition for p in view.cluster.partitions_for_topic(topic)]
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters and rates (Java's metric names where one exists)."""
+        pool = self._accumulator.buffer_pool
+        extra: dict[str, Any] = {
+            "buffer-total-bytes": self._total_memory,
+            "buffer-available-bytes": pool.available_memory(),
+            "waiting-threads": pool.queued(),
+            "requests-in-flight": self._client.in_flight_request_count(),
+            "batches-incomplete": self._accumulator.incomplete_count(),
+        }
+        tm = self._transaction_manager
+        if tm is not None:
+            pid = tm.producer_id_and_epoch()
+            extra["producer-id"] = pid.producer_id
+            extra["producer-epoch"] = pid.epoch
+        return self._metrics.snapshot(extra)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"KafkaProducer(client_id={self.client_id!r}, {state})"
+
+
+class _InterceptorCallback:
+    """Runs interceptors' on_acknowledgement, then the user's callback (Java's InterceptorCallback)."""
+
+    __slots__ = ("callback", "interceptors")
+
+    def __init__(self, callback: RecordCallback | None, interceptors: ProducerInterceptors) -> None:
+        self.callback = callback
+        self.interceptors = interceptors
+
+    def __call__(self, metadata: RecordMetadata | None, error: BaseException | None) -> None:
+        self.interceptors.on_acknowledgement(metadata, error)
+        if self.callback is not None:
+            self.callback(metadata, error)
+
+
+def _network(cfg: ProducerConfig) -> tuple[Metadata, NetworkClient]:
+    """Metadata and NetworkClient for the producer's settings."""
+    metadata = Metadata(
+        retry_backoff_ms=cfg["retry.backoff.ms"],
+        retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+        metadata_max_age_ms=cfg["metadata.max.age.ms"],
+        metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
+    )
+    client = NetworkClient.from_config(cfg, metadata)
+    return metadata, client

@@ -1,0 +1,596 @@
+"""The Sender: the producer's I/O thread, as Kafka's Java ``Sender``.
+
+One loop (``run_once``), over and over until the producer closes:
+
+1. Idempotence: without a producer id (or with an epoch bump pending) get one with
+   InitProducerId first; produce data waits meanwhile (batches still expire).
+2. ``send_producer_data``: ``accumulator.ready()`` names the nodes with sendable batches and the
+   topics without a known leader (metadata update requested); nodes the NetworkClient is not
+   ready for are dropped (``client.ready`` starts connecting); ``accumulator.drain()`` takes at
+   most ``max.request.size`` per node; drained partitions are muted so that at most one batch per
+   partition is in flight (ordering with retries, and simple sequences for idempotence --
+   librdkafka's mock cluster does not check sequences, so ordering cannot lean on the broker);
+   batches past ``delivery.timeout.ms`` (queued or in flight) fail with KafkaTimeoutError; one
+   ProduceRequest goes to each node.
+3. ``client.poll()``: responses come back through :meth:`_handle_produce_response` ->
+   :meth:`_complete_batch`: success completes the batch (callbacks run here, on this thread,
+   in send order per partition); MESSAGE_TOO_LARGE splits a multi-record batch; retriable
+   errors re-enqueue the batch at the head of its deque (the accumulator applies the
+   exponential backoff) unless retries or the delivery timeout ran out; invalid-metadata errors
+   request a metadata update; DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails
+   the batch.
+
+Closing: :meth:`initiate_close` lets the loop send what is queued and wait for in-flight
+requests; :meth:`force_close` aborts everything left with ProducerClosedError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from samsa.errors import (
+    BrokerResponseError,
+    DuplicateSequenceNumberError,
+    InvalidRecordError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageTooLargeError,
+    NetworkError,
+    ProducerClosedError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+    for_code,
+)
+from samsa.net.client import ClientRequest
+from samsa.producer.batch import ProducerBatch, TopicPartition, monotonic_ms
+from samsa.producer.metrics import ProducerMetrics
+from samsa.producer.transaction_manager import TransactionManager
+from samsa.protocol import InitProducerIdRequest, ProduceRequest  # type: ignore[attr-defined]
+
+__all__ = ["Sender"]
+
+log = logging.getLogger(__name__)
+
+PRODUCE_KEY = 0
+INIT_PRODUCER_ID_KEY = 22
+MAX_PRODUCE_VERSION = 12  # 13+ addresses topics by id only
+MIN_PRODUCE_VERSION = 3  # v2 record batches
+_NO_TIMEOUT = 2**62
+
+
+class ClusterView:
+    """The accumulator's and partitioner's view (``AccumulatorCluster``) of one immutable
+    ``samsa.net.cluster.Cluster`` snapshot; answers are cached per snapshot."""
+
+    __slots__ = ("cluster", "_by_node", "_available", "_counts")
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self._by_node: dict[int, list[tuple[str, int]]] = {}
+        self._available: dict[str, list[int]] = {}
+        self._counts: dict[str, int | None] = {}
+
+    def partition_count(self, topic: str) -> int | None:
+        try:
+            return self._counts[topic]
+        except KeyError:
+            count = self._counts[topic] = self.cluster.partition_count_for_topic(topic)
+            return count
+
+    def available_partitions(self, topic: str) -> list[int]:
+        available = self._available.get(topic)
+        if available is None:
+            available = self._available[topic] = [
+                p.partition for p in self.cluster.available_partitions_for_topic(topic)
+            ]
+        return available
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        info = self.cluster.partition(TopicPartition(topic, partition))
+        if info is None or info.leader is None:
+            return None
+        return int(info.leader.id)
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int | None:
+        info = self.cluster.partition(TopicPartition(topic, partition))
+        if info is None or info.leader_epoch < 0:
+            return None
+        return int(info.leader_epoch)
+
+    def partitions_for_node(self, node_id: int) -> list[tuple[str, int]]:
+        parts = self._by_node.get(node_id)
+        if parts is None:
+            parts = self._by_node[node_id] = sorted(
+                (p.topic, p.partition) for p in self.cluster.partitions_for_node(node_id)
+            )
+        return parts
+
+
+class Sender(threading.Thread):
+    """The background thread that moves batches from the accumulator to the brokers."""
+
+    def __init__(
+        self,
+        client: Any,
+        metadata: Any,
+        accumulator: Any,
+        *,
+        acks: int,
+        retries: int,
+        max_request_size: int,
+        request_timeout_ms: int,
+        delivery_timeout_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        guarantee_message_order: bool,
+        transaction_manager: TransactionManager | None,
+        metrics: ProducerMetrics,
+        client_id: str = "producer",
+    ) -> None:
+        super().__init__(name=f"samsa-producer-network-thread | {client_id}", daemon=False)
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.acks = acks
+        self.retries = retries
+        self.max_request_size = max_request_size
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.guarantee_message_order = guarantee_message_order
+        self.transaction_manager = transaction_manager
+        self.metrics = metrics
+        self._running = True
+        self._forced = False
+        # Batches sent and not yet answered, per partition, oldest first (for expiry).
+        self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
+        self._init_pid_in_flight = False
+        self._init_pid_attempts = 0
+        self._init_pid_next_ms = 0
+        self._view: ClusterView | None = None
+        self.fatal_error: BaseException | None = None
+
+    # --- life cycle -------------------------------------------------------------------
+
+    def run(self) -> None:
+        log.debug("Starting the producer's Sender thread")
+        while self._running:
+            self._run_once_safely()
+        # Graceful close: send what is queued and wait for answers, unless forced.
+        while not self._forced and self._has_pending_work():
+            self._run_once_safely()
+        if self._forced:
+            self._abort_everything(ProducerClosedError(
+                "the producer was closed before these records were sent or acknowledged "
+                "(close() timed out or was called with timeout 0); nothing more will be retried"
+            ))
+        try:
+            self.client.close()
+        except Exception:
+            log.exception("Error closing the producer's network client")
+        log.debug("The producer's Sender thread has stopped")
+
+    def _has_pending_work(self) -> bool:
+        return bool(self.accumulator.has_undrained() or self._in_flight_batches or self.client.in_flight_request_count())
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:
+            # One bad iteration must not kill the thread that completes every future.
+            log.exception("Uncaught error in the producer's Sender thread; continuing")
+
+    def initiate_close(self) -> None:
+        """Stop accepting new work; send what is queued, then stop."""
+        self.accumulator.close()
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        """Stop now; fail everything not yet acknowledged."""
+        self._forced = True
+        self.initiate_close()
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    # --- one iteration ----------------------------------------------------------------
+
+    def run_once(self) -> None:
+        now = monotonic_ms()
+        can_send = True
+        tm = self.transaction_manager
+        if tm is not None and tm.needs_init_producer_id():
+            can_send = False
+            self._maybe_init_producer_id(now)
+        poll_timeout = self.send_producer_data(now, can_send)
+        if not can_send:
+            poll_timeout = min(poll_timeout, max(0, self._init_pid_next_ms - now), self.retry_backoff_ms or 1)
+        self.client.poll(poll_timeout, now)
+
+    def send_producer_data(self, now: int, can_send: bool = True) -> int:
+        """Drain ready batches into produce requests; returns how long poll() may block (ms)."""
+        accumulator = self.accumulator
+        cluster = self.metadata.fetch()
+        view = self._view
+        if view is None or view.cluster is not cluster:
+            view = self._view = ClusterView(cluster)
+        result = accumulator.ready(view, now)
+        if result.unknown_leader_topics:
+            for topic in result.unknown_leader_topics:
+                self.metadata.add(topic, now)
+            log.debug("Requesting metadata update for topics with unknown leaders: %s", result.unknown_leader_topics)
+            self.metadata.request_update()
+
+        ready_nodes = set()
+        not_ready_timeout: float = _NO_TIMEOUT
+        if can_send:
+            client = self.client
+            for node_id in result.ready_nodes:
+                node = cluster.node_by_id(node_id)
+                if node is None:
+                    continue
+                if client.ready(node, now):
+                    ready_nodes.add(node_id)
+                    accumulator.update_node_latency_stats(node_id, now, True)
+                else:
+                    # The partitioner's availability timeout counts from here.
+                    accumulator.update_node_latency_stats(node_id, now, False)
+                    not_ready_timeout = min(not_ready_timeout, client.connection_delay(node, now))
+
+        batches: Mapping[int, list[ProducerBatch]] = (
+            accumulator.drain(view, ready_nodes, self.max_request_size, now) if ready_nodes else {}
+        )
+        # (drain() stamped producer id, epoch and sequence on the batches when idempotent.)
+        for node_batches in batches.values():
+            for batch in node_batches:
+                tp = batch.topic_partition
+                self._in_flight_batches.setdefault(tp, []).append(batch)
+                if self.guarantee_message_order:
+                    accumulator.mute_partition(tp)
+
+        self._expire_batches(now)
+
+        poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
+        next_expiry = accumulator.next_expiry_time_ms()
+        if next_expiry is not None:
+            poll_timeout = min(poll_timeout, max(0, next_expiry - now))
+        if ready_nodes:
+            # More may be ready right away; do not block in poll().
+            poll_timeout = 0
+        for node, node_batches in batches.items():
+            if node_batches:
+                self._send_produce_request(node, node_batches, now)
+        return int(max(0, min(poll_timeout, _NO_TIMEOUT)))
+
+    # --- expiry ---------------------------------------------------------------------
+
+    def _expire_batches(self, now: int) -> None:
+        accumulator = self.accumulator
+        accumulator.reset_next_batch_expiry_time()
+        expired_in_flight = self._expired_in_flight_batches(now)
+        expired = accumulator.expired_batches(now)
+        for batch in expired_in_flight:
+            self._fail_batch(batch, self._delivery_timeout_error(batch, now, in_flight=True), maybe_written=True)
+        for batch in expired:
+            # A batch expired in the queue may still have been sent before (a retry).
+            self._fail_batch(batch, self._delivery_timeout_error(batch, now, in_flight=False),
+                             maybe_written=batch.attempts > 0)
+
+    def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
+        expired: list[ProducerBatch] = []
+        timeout = self.delivery_timeout_ms
+        for batches in self._in_flight_batches.values():
+            for batch in batches:
+                if not batch.is_done() and batch.has_reached_delivery_timeout(now, timeout):
+                    expired.append(batch)
+        return expired
+
+    def _delivery_timeout_error(self, batch: ProducerBatch, now: int, in_flight: bool) -> KafkaTimeoutError:
+        elapsed = now - batch.created_ms
+        where = "the request was sent but the broker has not answered" if in_flight else (
+            "the batch was never sent" if batch.attempts == 0 else f"the batch was retried {batch.attempts} time(s)"
+        )
+        leader = self._leader_text(batch.topic_partition)
+        return KafkaTimeoutError(
+            f"{batch.record_count} record(s) for {batch.topic_partition} to be delivered: {elapsed} ms have "
+            f"passed since the batch was created ({where}; delivery.timeout.ms={self.delivery_timeout_ms}); "
+            f"check that the partition's leader ({leader}) is reachable and that the topic exists, "
+            "or raise delivery.timeout.ms",
+            self.delivery_timeout_ms,
+        )
+
+    def _leader_text(self, tp: TopicPartition) -> str:
+        try:
+            leader = self.metadata.fetch().leader_for(tp)
+        except Exception:
+            leader = None
+        if leader is None:
+            return "unknown"
+        node_id = getattr(leader, "id", getattr(leader, "node_id", leader))
+        host = getattr(leader, "host", None)
+        return f"broker {node_id} at {host}:{leader.port}" if host else f"broker {node_id}"
+
+    # --- produce requests -----------------------------------------------------------
+
+    def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: int) -> None:
+        by_topic: dict[str, list[Any]] = {}
+        records_by_partition: dict[TopicPartition, ProducerBatch] = {}
+        size = 0
+        records = 0
+        for batch in batches:
+            data = batch.records()
+            size += len(data)
+            records += batch.record_count
+            tp = batch.topic_partition
+            records_by_partition[tp] = batch
+            by_topic.setdefault(tp.topic, []).append(
+                ProduceRequest.PartitionProduceData(index=tp.partition, records=data)
+            )
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
+        )
+        self.metrics.record_request(len(batches), records, size)
+
+        def on_response(response: Any) -> None:
+            self._handle_produce_response(response, records_by_partition, node)
+
+        log.debug("Sending produce request to node %s with %d batch(es)", node, len(batches))
+        self.client.send(
+            ClientRequest(
+                node,
+                request,
+                expect_response=self.acks != 0,
+                callback=on_response,
+                created_ms=now,
+                min_version=MIN_PRODUCE_VERSION,
+                max_version=MAX_PRODUCE_VERSION,
+            ),
+            now,
+        )
+
+    def _handle_produce_response(
+        self, response: Any, batches: Mapping[TopicPartition, ProducerBatch], node: int
+    ) -> None:
+        now = monotonic_ms()
+        self.metrics.record_response(response.latency_ms)
+        if response.disconnected:
+            what = "did not answer within request.timeout.ms" if response.timed_out else (
+                "was disconnected before it answered")
+            error: KafkaError = NetworkError(
+                f"node {node} {what} a produce request with {len(batches)} batch(es)"
+                f"{': ' + str(response.error) if response.error is not None else ''}"
+            )
+            for batch in batches.values():
+                self._complete_batch(batch, error, -1, -1, None, now)
+            return
+        failure = response.error
+        if failure is not None:  # e.g. request timeout or unsupported version, set by the client
+            for batch in batches.values():
+                self._complete_batch(batch, failure, -1, -1, None, now)
+            return
+        body = response.body
+        if body is None:
+            # acks=0: no response; the records count as sent, with unknown offsets.
+            for batch in batches.values():
+                self._complete_batch(batch, None, -1, -1, None, now)
+            return
+        seen: set[TopicPartition] = set()
+        for topic_response in body.responses:
+            topic = topic_response.name
+            for part in topic_response.partition_responses:
+                tp = TopicPartition(topic, part.index)
+                batch = batches.get(tp)
+                if batch is None:
+                    log.warning("Produce response from node %s names %s, which was not in the request", node, tp)
+                    continue
+                seen.add(tp)
+                err: KafkaError | None = None
+                record_errors: dict[int, BaseException] | None = None
+                if part.error_code:
+                    cls = for_code(part.error_code)
+                    message = getattr(part, "error_message", None)
+                    err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
+                    if getattr(part, "record_errors", None):
+                        record_errors = {
+                            e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
+                            for e in part.record_errors
+                        }
+                log_append_time = getattr(part, "log_append_time_ms", -1)
+                self._complete_batch(batch, err, part.base_offset, log_append_time, record_errors, now)
+        for tp, batch in batches.items():
+            if tp not in seen:
+                self._complete_batch(batch, NetworkError(
+                    f"node {node} answered a produce request without a result for {tp}"), -1, -1, None, now)
+
+    def _complete_batch(
+        self,
+        batch: ProducerBatch,
+        error: BaseException | None,
+        base_offset: int,
+        log_append_time: int,
+        record_errors: dict[int, BaseException] | None,
+        now: int,
+    ) -> None:
+        tp = batch.topic_partition
+        self._remove_in_flight(batch)
+        tm = self.transaction_manager
+        try:
+            if error is None or isinstance(error, DuplicateSequenceNumberError):
+                if error is not None:
+                    log.debug("Duplicate sequence for %s: the broker already has this batch", tp)
+                self._succeed_batch(batch, base_offset, log_append_time)
+            elif isinstance(error, MessageTooLargeError) and batch.record_count > 1 and not batch.is_done():
+                log.warning(
+                    "Splitting a batch of %d records for %s after MESSAGE_TOO_LARGE and retrying",
+                    batch.record_count, tp,
+                )
+                if tm is not None:
+                    tm.remove_in_flight_batch(batch)  # its records get the split batches' sequences
+                self.accumulator.split_and_reenqueue(batch)
+                self.accumulator.deallocate(batch)
+                self.metrics.batch_splits += 1
+            elif self._can_retry(batch, error, now):
+                log.warning(
+                    "Got error %s for %s (attempt %d); retrying, %d ms before delivery.timeout.ms runs out",
+                    error, tp, batch.attempts + 1, self.delivery_timeout_ms - (now - batch.created_ms),
+                )
+                # Idempotent: the batch stays "in flight" for the manager and keeps its sequence.
+                self.accumulator.reenqueue(batch, now)
+                self.metrics.record_retry(batch.record_count)
+            else:
+                if isinstance(error, InvalidRecordError) and record_errors:
+                    other = InvalidRecordError(
+                        f"record not written because another record of its batch for {tp} was invalid"
+                    )
+                    record_errors = {i: record_errors.get(i, other) for i in range(batch.record_count)}
+                self._fail_batch(batch, error, maybe_written=_maybe_written(error), record_errors=record_errors)
+            if isinstance(error, BrokerResponseError) and error.invalid_metadata:
+                if isinstance(error, UnknownTopicOrPartitionError):
+                    log.warning("%s: topic or partition unknown to the broker; refreshing metadata", tp)
+                self.metadata.request_update()
+        finally:
+            if self.guarantee_message_order:
+                self.accumulator.unmute_partition(tp)
+
+    def _can_retry(self, batch: ProducerBatch, error: BaseException, now: int) -> bool:
+        if batch.is_done() or batch.attempts >= self.retries:
+            return False
+        if batch.has_reached_delivery_timeout(now, self.delivery_timeout_ms):
+            return False
+        tm = self.transaction_manager
+        if tm is not None and tm.can_retry(batch, error):
+            return True
+        return bool(getattr(error, "retriable", False))
+
+    def _succeed_batch(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        if batch.complete(base_offset, log_append_time):
+            self.metrics.record_success(batch.record_count)
+            if self.transaction_manager is not None:
+                self.transaction_manager.handle_completed_batch(batch)
+            self.accumulator.deallocate(batch)
+
+    def _fail_batch(
+        self,
+        batch: ProducerBatch,
+        error: BaseException,
+        maybe_written: bool,
+        record_errors: Mapping[int, BaseException] | None = None,
+    ) -> None:
+        self._remove_in_flight(batch)
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_failed_batch(batch, error, maybe_written)
+        if batch.complete_exceptionally(error, record_errors):
+            log.debug("Failed %r: %s", batch, error)
+            self.metrics.record_error(batch.record_count)
+            if isinstance(error, KafkaTimeoutError):
+                self.metrics.expired_records += batch.record_count
+            self.accumulator.deallocate(batch)
+
+    def _remove_in_flight(self, batch: ProducerBatch) -> None:
+        batches = self._in_flight_batches.get(batch.topic_partition)
+        if batches is not None:
+            try:
+                batches.remove(batch)
+            except ValueError:
+                pass
+            if not batches:
+                del self._in_flight_batches[batch.topic_partition]
+
+    def _abort_everything(self, error: BaseException) -> None:
+        for batches in list(self._in_flight_batches.values()):
+            for batch in list(batches):
+                self._fail_batch(batch, error, maybe_written=True)
+        self._in_flight_batches.clear()
+        self.accumulator.abort_incomplete_batches(error)
+
+    # --- idempotence: InitProducerId -------------------------------------------------
+
+    def _maybe_init_producer_id(self, now: int) -> None:
+        tm = self.transaction_manager
+        assert tm is not None
+        if self._init_pid_in_flight or now < self._init_pid_next_ms:
+            return
+        if tm.has_producer_id() and (self._in_flight_batches or self.client.in_flight_request_count()):
+            # Epoch bump: wait until no batch of the old epoch is in flight.
+            return
+        client = self.client
+        node = client.least_loaded_node(now)
+        if node is None:
+            self.metadata.request_update()
+            self._backoff_init_producer_id(now)
+            return
+        if not client.ready(node, now):
+            return  # connecting; poll() runs and we come back
+        try:
+            version = client.pick_version(node, INIT_PRODUCER_ID_KEY, 0, 4)
+        except UnsupportedVersionError:
+            # The broker cannot do idempotence: fail loudly instead of sending unsequenced batches.
+            self._fatal(UnsupportedVersionError(
+                f"broker {node} does not support InitProducerId, which the idempotent producer needs; "
+                "set enable.idempotence=false to produce to it"
+            ))
+            return
+        request = tm.init_producer_id_request(version)
+        self._init_pid_in_flight = True
+        log.debug("Sending InitProducerId (v%d) to node %s: %s", version, node, request)
+        client.send(
+            ClientRequest(node, request, callback=self._handle_init_producer_id, created_ms=now,
+                          min_version=version, max_version=version),
+            now,
+        )
+
+    def _handle_init_producer_id(self, response: Any) -> None:
+        tm = self.transaction_manager
+        assert tm is not None
+        self._init_pid_in_flight = False
+        now = monotonic_ms()
+        body = response.body
+        if response.disconnected or response.error is not None or body is None:
+            log.info("InitProducerId failed (%s); retrying", response.error or "disconnected")
+            self._backoff_init_producer_id(now)
+            return
+        if body.error_code:
+            error = for_code(body.error_code)()
+            if error.retriable:
+                log.info("InitProducerId returned %s; retrying", error)
+                if error.invalid_metadata:
+                    self.metadata.request_update()
+                self._backoff_init_producer_id(now)
+                return
+            self._fatal(error)
+            return
+        self._init_pid_attempts = 0
+        self.metrics.epoch_bumps = tm.epoch_bumps + (1 if tm.has_producer_id() else 0)
+        tm.handle_init_producer_id(body.producer_id, body.producer_epoch)
+
+    def _backoff_init_producer_id(self, now: int) -> None:
+        self._init_pid_attempts += 1
+        backoff = min(self.retry_backoff_max_ms, self.retry_backoff_ms * 2 ** min(self._init_pid_attempts - 1, 20))
+        self._init_pid_next_ms = now + backoff
+
+    def _fatal(self, error: BaseException) -> None:
+        """A producer-wide unrecoverable error: fail everything queued, and later sends."""
+        log.error("Fatal producer error: %s", error)
+        self.fatal_error = error
+        self._abort_everything(error)
+        self._backoff_init_producer_id(monotonic_ms())
+
+
+def _maybe_written(error: BaseException) -> bool:
+    """Could the broker have appended the batch although we saw an error?"""
+    return isinstance(error, (NetworkError, RequestTimedOutError, KafkaTimeoutError, KafkaConnectionError))
+
