@@ -82,7 +82,12 @@ def test_kafka_python_produce_and_assigned_consume(broker: Broker) -> None:
 
 def test_confluent_kafka_produce_consume_and_admin(broker: Broker) -> None:
     import confluent_kafka as ck
-    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+    from confluent_kafka.admin import (
+        AdminClient,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+    )
 
     bs = broker.bootstrap_servers
     producer = ck.Producer({"bootstrap.servers": bs, "enable.idempotence": True,
@@ -118,3 +123,38 @@ def test_confluent_kafka_produce_consume_and_admin(broker: Broker) -> None:
     for future in admin.delete_topics(["ck-admin"]).values():
         future.result(30)
     assert "ck-admin" not in admin.list_topics(timeout=10).topics
+
+
+def test_aiokafka_idempotent_produce_and_consume(broker: Broker) -> None:
+    """aiokafka sends only non-flexible versions (Metadata <= 5, Produce <= 8, Fetch <= 11)."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition
+
+    bs = broker.bootstrap_servers
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=bs, enable_idempotence=True,
+                                    compression_type="lz4")
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait("aio-topic", b"a%d" % i)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest",
+                                    enable_auto_commit=False)
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("aio-topic", 0)])
+            await consumer.seek_to_beginning()
+            got: list[bytes] = []
+            while len(got) < 5:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    got.extend(m.value for m in messages)
+            return got
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(asyncio.wait_for(run(), 30)) == [b"a%d" % i for i in range(5)]

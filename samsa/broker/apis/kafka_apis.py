@@ -13,7 +13,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from samsa.broker.apis.api_versions import handle_api_versions, unsupported_version_response
+from samsa.broker.apis.api_versions import (
+    handle_api_versions,
+    unsupported_version_response,
+)
 from samsa.broker.apis.cluster import handle_describe_cluster, handle_find_coordinator
 from samsa.broker.apis.context import BrokerNode, RequestContext
 from samsa.broker.apis.create_partitions import handle_create_partitions

@@ -5,11 +5,16 @@ from __future__ import annotations
 import uuid
 
 from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_names import is_internal, topic_name_problem
 from samsa.broker.log import TopicInfo
-from samsa.broker.apis.error_codes import code_for
-from samsa.errors import InvalidTopicError, KafkaError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from samsa.errors import (
+    InvalidTopicError,
+    KafkaError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from samsa.protocol import MetadataResponse
 from samsa.protocol.schema import ZERO_UUID
 
@@ -51,8 +56,8 @@ def handle_metadata(services: BrokerServices, ctx: RequestContext) -> MetadataRe
     allow_auto = req.allow_auto_topic_creation if version >= 4 else True
     topics: list[Topic] = []
     if req.topics is None or (version == 0 and not req.topics):
-        for name, info in sorted(services.logs.topics().items()):
-            topics.append(topic_metadata(services, info, with_ops))
+        for _, existing in sorted(services.logs.topics().items()):
+            topics.append(topic_metadata(services, existing, with_ops))
     else:
         seen: set[object] = set()
         for requested in req.topics:
@@ -76,7 +81,7 @@ def handle_metadata(services: BrokerServices, ctx: RequestContext) -> MetadataRe
             if topic_name_problem(name) is not None:
                 topics.append(_error_topic(InvalidTopicError.code, name))
                 continue
-            info = services.topic(name)
+            info: TopicInfo | None = services.topic(name)
             if info is None and allow_auto and services.auto_create_topics \
                     and not is_internal(name):
                 try:

@@ -11,8 +11,8 @@ by id only, which this broker does not serve yet.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 # API key -> (min, max) advertised.  Only APIs that are implemented are listed.
 ADVERTISED: Mapping[int, tuple[int, int]] = MappingProxyType({

@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from samsa.protocol import DeleteRecordsRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
+from samsa.protocol import (
+    DeleteRecordsRequest,
+    ListOffsetsRequest,
+    OffsetForLeaderEpochRequest,
+)
 
 
 def list_offsets(client: Any, topic: str, partition: int, timestamp: int, *, version: int = 7,

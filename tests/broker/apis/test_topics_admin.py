@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from samsa.protocol import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from samsa.protocol import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+)
 
 Creatable = CreateTopicsRequest.CreatableTopic
 Config = CreateTopicsRequest.CreatableTopicConfig
