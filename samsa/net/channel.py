@@ -1,0 +1,270 @@
+"""One broker connection: KafkaChannel, with its outgoing NetworkSends and incoming NetworkReceives.
+
+Framing is Kafka's: every request and response is a 4-byte big-endian size, then that many
+bytes.  Reads take whatever the socket has (up to ``READ_CHUNK`` per call), cut out every
+complete frame and keep the tail; a frame larger than what has arrived gets its own buffer that
+the rest of it is read into directly (``recv_into``), so big fetch responses are not copied
+twice.  Frames that sit entirely inside one read chunk are handed out as zero-copy memoryviews.
+
+Writes: the seeds' Java client holds one in-progress Send per channel; here the channel keeps a
+FIFO of sends with the partial-write offset of the head, and writes as many of them as the socket
+accepts with one gather ``sendmsg`` call.  A send is ``completed`` once its last byte has been
+handed to the kernel, which is what ``InFlightRequests.can_send_more`` asks about.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import os
+import socket
+import struct
+from collections import deque
+from typing import Any
+
+from samsa.errors import KafkaConnectionError
+
+READ_CHUNK = 65536
+# Linux IOV_MAX is 1024; a smaller batch keeps each sendmsg call cheap to build.
+_MAX_GATHER = 64
+_SIZE = struct.Struct(">i")
+
+
+class InvalidReceiveError(KafkaConnectionError):
+    """A frame's size prefix was negative or above the channel's limit: the peer is not
+    speaking the Kafka protocol (an HTTP or TLS server answers with a huge 'size')."""
+
+    name = "INVALID_RECEIVE"
+
+
+class ChannelState(enum.Enum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    CLOSED = "closed"
+
+
+class NetworkSend:
+    """A whole size-prefixed frame to write to ``destination``.
+
+    ``urgent`` asks the Selector to report the completion promptly (its poll does not block
+    while such a send is waiting to be reported); requests without a response set it.
+    ``request`` is the owner's handle (NetworkClient puts its ClientRequest there).
+    """
+
+    __slots__ = ("destination", "data", "size", "completed", "urgent", "request")
+
+    def __init__(self, destination: int, data: bytes | bytearray | memoryview,
+                 request: Any = None, urgent: bool = False) -> None:
+        self.destination = destination
+        self.data = data
+        self.size = len(data)
+        self.completed = False
+        self.urgent = urgent
+        self.request = request
+
+    def __repr__(self) -> str:
+        return (f"NetworkSend(to={self.destination}, size={self.size}, "
+                f"completed={self.completed})")
+
+
+class NetworkReceive:
+    """A complete frame from ``source``; ``payload`` excludes the size prefix."""
+
+    __slots__ = ("source", "payload")
+
+    def __init__(self, source: int, payload: bytes | bytearray | memoryview) -> None:
+        self.source = source
+        self.payload = payload
+
+    def __repr__(self) -> str:
+        return f"NetworkReceive(from={self.source}, size={len(self.payload)})"
+
+
+class KafkaChannel:
+    """A non-blocking TCP connection to one node, owned by a Selector."""
+
+    __slots__ = ("id", "sock", "address", "state", "sends", "send_offset", "muted",
+                 "interest", "max_receive_size", "_tail", "_body", "_body_view", "_body_pos",
+                 "bytes_sent", "bytes_received")
+
+    def __init__(self, node_id: int, sock: socket.socket, address: Any,
+                 max_receive_size: int) -> None:
+        self.id = node_id
+        self.sock = sock
+        self.address = address
+        self.state = ChannelState.CONNECTING
+        self.sends: deque[NetworkSend] = deque()
+        self.send_offset = 0  # bytes of sends[0] already written
+        self.muted = False
+        self.interest = 0  # selectors event mask currently registered
+        self.max_receive_size = max_receive_size
+        self._tail: bytes | bytearray = b""  # bytes of an incomplete frame shorter than 4 + size
+        self._body: bytearray | None = None  # buffer of a large frame being read in place
+        self._body_view: memoryview | None = None
+        self._body_pos = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def is_connected(self) -> bool:
+        return self.state is ChannelState.CONNECTED
+
+    @property
+    def has_send(self) -> bool:
+        return bool(self.sends)
+
+    @property
+    def has_partial_receive(self) -> bool:
+        return self._body is not None or bool(self._tail)
+
+    def finish_connect(self) -> None:
+        """Complete a non-blocking connect; raises OSError if it failed."""
+        err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise ConnectionRefusedError(
+                err, f"connect to {self.address} failed: {errno.errorcode.get(err, err)} "
+                     f"({os.strerror(err)})")
+        self.state = ChannelState.CONNECTED
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write_now(self, send: NetworkSend) -> bool:
+        """Try to write a send when nothing is queued; queue what does not fit.
+        Returns True if the whole send went out."""
+        try:
+            n = self.sock.send(send.data)
+        except BlockingIOError:
+            n = 0
+        self.bytes_sent += n
+        if n == send.size:
+            send.completed = True
+            return True
+        self.sends.append(send)
+        self.send_offset = n
+        return False
+
+    def write(self, completed: list[NetworkSend]) -> None:
+        """Write queued sends until the socket is full; append finished ones to ``completed``."""
+        sends = self.sends
+        sock = self.sock
+        while sends:
+            head = sends[0]
+            offset = self.send_offset
+            if len(sends) == 1:
+                data = head.data if offset == 0 else memoryview(head.data)[offset:]
+                try:
+                    n = sock.send(data)
+                except BlockingIOError:
+                    return
+                wanted = head.size - offset
+            else:
+                buffers: list[Any] = [memoryview(head.data)[offset:] if offset else head.data]
+                wanted = head.size - offset
+                for i in range(1, min(len(sends), _MAX_GATHER)):
+                    s = sends[i]
+                    buffers.append(s.data)
+                    wanted += s.size
+                try:
+                    n = sock.sendmsg(buffers)
+                except BlockingIOError:
+                    return
+            self.bytes_sent += n
+            # Retire every send the kernel took completely.
+            left = n + offset
+            while sends and left >= sends[0].size:
+                done = sends.popleft()
+                left -= done.size
+                done.completed = True
+                completed.append(done)
+            self.send_offset = left
+            if n < wanted:
+                return  # socket buffer full
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(self, out: list[NetworkReceive]) -> None:
+        """Read what the socket has; append every completed frame to ``out``.
+
+        Raises ConnectionResetError at end of stream and InvalidReceiveError on a bad size.
+        """
+        sock = self.sock
+        while True:
+            body = self._body
+            if body is not None:
+                view = self._body_view
+                assert view is not None
+                try:
+                    n = sock.recv_into(view[self._body_pos:])
+                except BlockingIOError:
+                    return
+                if n == 0:
+                    raise ConnectionResetError(f"node {self.id} closed the connection")
+                self.bytes_received += n
+                self._body_pos += n
+                if self._body_pos < len(body):
+                    return  # a short read: the socket is drained
+                out.append(NetworkReceive(self.id, body))
+                self._body = self._body_view = None
+                continue
+            try:
+                chunk = sock.recv(READ_CHUNK)
+            except BlockingIOError:
+                return
+            if not chunk:
+                raise ConnectionResetError(f"node {self.id} closed the connection")
+            self.bytes_received += len(chunk)
+            tail = self._tail
+            if tail:
+                data: Any = tail + chunk
+                self._tail = b""
+            else:
+                data = chunk
+            self._cut_frames(data, out)
+            if len(chunk) < READ_CHUNK:
+                return
+
+    def _cut_frames(self, data: bytes | bytearray, out: list[NetworkReceive]) -> None:
+        end = len(data)
+        pos = 0
+        view: memoryview | None = None
+        unpack = _SIZE.unpack_from
+        while end - pos >= 4:
+            (size,) = unpack(data, pos)
+            if size < 0 or size > self.max_receive_size:
+                raise InvalidReceiveError(
+                    f"invalid frame size {size} from node {self.id} (limit "
+                    f"{self.max_receive_size}); is {self.address} a Kafka broker's plaintext "
+                    f"listener?")
+            start = pos + 4
+            stop = start + size
+            if stop > end:
+                # A frame larger than what has arrived: read the rest straight into its buffer.
+                body = bytearray(size)
+                have = end - start
+                body[:have] = data[start:end]
+                self._body = body
+                self._body_view = memoryview(body)
+                self._body_pos = have
+                return
+            if view is None:
+                view = memoryview(data)
+            out.append(NetworkReceive(self.id, view[start:stop]))
+            pos = stop
+        if pos < end:
+            self._tail = data[pos:]
+
+    def close(self) -> None:
+        self.state = ChannelState.CLOSED
+        self.sends.clear()
+        self._body = self._body_view = None
+        self._tail = b""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __repr__(self) -> str:
+        return (f"KafkaChannel(node={self.id}, {self.address}, {self.state.value}, "
+                f"queued_sends={len(self.sends)}, muted={self.muted})")
