@@ -91,14 +91,14 @@ def iter_records(
     Lazy on purpose: records handed out one at a time are freed one at a time, which keeps a
     large batch from filling memory with objects the garbage collector then has to scan.
     """
-    done = 0
+    index = 0
     new = _new_record
     record_cls = Record
     end = len(data)
     pos = 0
     use_log_append_time = timestamp_type == _LOG_APPEND_TIME
     try:
-        for _ in range(count):
+        for index in range(count):
             # Length (varint)
             b = data[pos]
             if b < 0x80:
@@ -181,7 +181,6 @@ def iter_records(
                 headers, pos = _decode_headers(data, pos, n)
             if pos != record_end:
                 raise ValueError(f"record declared {length} bytes but its fields take {length + pos - record_end}")
-            done += 1
             yield (
                 new(
                     record_cls,
@@ -197,10 +196,10 @@ def iter_records(
             )
     except IndexError:
         raise CorruptRecordError(
-            f"batch at offset {base_offset}: records end early, {done} of {count} decoded"
+            f"batch at offset {base_offset}: records end early, {index} of {count} decoded"
         ) from None
     except ValueError as exc:
-        raise CorruptRecordError(f"batch at offset {base_offset}: record {done}: {exc}") from None
+        raise CorruptRecordError(f"batch at offset {base_offset}: record {index}: {exc}") from None
     if pos != end:
         raise CorruptRecordError(
             f"batch at offset {base_offset}: {end - pos} bytes remain after the declared {count} records"
