@@ -111,10 +111,13 @@ class Purgatory:
                                         daemon=True)
         self._thread.start()
 
-    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable], *,
+                                try_first: bool = True) -> bool:
         """Complete ``op`` now if it can, else park it under ``keys`` until a key changes or
-        its deadline passes.  Returns True if it completed right away."""
-        if op.maybe_try_complete() or op.is_completed:
+        its deadline passes.  Returns True if it completed right away.
+
+        ``try_first=False`` skips the first check when the caller has just made it."""
+        if try_first and (op.maybe_try_complete() or op.is_completed):
             return True
         op._keys = tuple(dict.fromkeys(keys))
         with self._lock:

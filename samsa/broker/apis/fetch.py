@@ -201,5 +201,8 @@ def handle_fetch(services: BrokerServices, ctx: RequestContext) -> FetchResponse
     result = plan.read()
     if plan.max_wait_ms <= 0 or not plan.topics or plan.satisfied_by(result):
         return plan.response(result)
-    services.fetch_purgatory.try_complete_else_watch(DelayedFetch(plan, ctx), plan.keys())
+    # Just read and found too little: watch, then check once more (an append may have landed
+    # in between) instead of checking twice first.
+    services.fetch_purgatory.try_complete_else_watch(DelayedFetch(plan, ctx), plan.keys(),
+                                                     try_first=False)
     return None
