@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
@@ -19,9 +20,9 @@ from samsa.protocol import CreatePartitionsResponse
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def _grow(services: BrokerServices, topic: object, validate_only: bool) -> None:
-    name = topic.name  # type: ignore[attr-defined]
-    count = topic.count  # type: ignore[attr-defined]
+def _grow(services: BrokerServices, topic: Any, validate_only: bool) -> None:
+    name = topic.name
+    count = topic.count
     info = services.topic(name)
     if info is None:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
@@ -30,7 +31,7 @@ def _grow(services: BrokerServices, topic: object, validate_only: bool) -> None:
                                      f"higher than the requested {count}.")
     if count == info.partitions:
         raise InvalidPartitionsError(f"Topic already has {info.partitions} partitions.")
-    assignments = topic.assignments  # type: ignore[attr-defined]
+    assignments = topic.assignments
     if assignments is not None:
         added = count - info.partitions
         if len(assignments) != added:

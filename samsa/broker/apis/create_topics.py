@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.describe_configs import topic_config_entries
@@ -26,18 +27,18 @@ TopicResult = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
 
 
-def _plan(services: BrokerServices, topic: object) -> tuple[int, dict[str, str]]:
+def _plan(services: BrokerServices, topic: Any) -> tuple[int, dict[str, str]]:
     """(partition count, config overrides) for one requested topic, or raise its error."""
-    name = topic.name  # type: ignore[attr-defined]
+    name = topic.name
     problem = topic_name_problem(name)
     if problem is not None:
         raise InvalidTopicError(problem)
     if services.topic(name) is not None:
         raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
     node = services.node.node_id
-    assignments = topic.assignments  # type: ignore[attr-defined]
-    num_partitions = topic.num_partitions  # type: ignore[attr-defined]
-    replication = topic.replication_factor  # type: ignore[attr-defined]
+    assignments = topic.assignments
+    num_partitions = topic.num_partitions
+    replication = topic.replication_factor
     if assignments:
         if num_partitions != -1 or replication != -1:
             raise InvalidRequestError("Both numPartitions or replicationFactor and "
@@ -63,12 +64,12 @@ def _plan(services: BrokerServices, topic: object) -> tuple[int, dict[str, str]]
         if replication != 1:
             raise InvalidReplicationFactorError(
                 f"Replication factor: {replication} larger than available brokers: 1.")
-    names = Counter(c.name for c in topic.configs)  # type: ignore[attr-defined]
+    names = Counter(c.name for c in topic.configs)
     repeated = sorted(n for n, k in names.items() if k > 1)
     if repeated:
         raise InvalidRequestError(f"config(s) {', '.join(repeated)} given more than once")
     configs = validate_topic_config_values(
-        {c.name: c.value for c in topic.configs})  # type: ignore[attr-defined]
+        {c.name: c.value for c in topic.configs})
     return count, configs
 
 

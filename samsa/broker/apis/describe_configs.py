@@ -107,10 +107,10 @@ def _result(version: int, entries: list[ConfigEntry], keys: list[str] | None,
     return out
 
 
-def _error(resource: object, code: int, message: str) -> Result:
+def _error(resource: Any, code: int, message: str) -> Result:
     return Result(error_code=code, error_message=message,
-                  resource_type=resource.resource_type,  # type: ignore[attr-defined]
-                  resource_name=resource.resource_name,  # type: ignore[attr-defined]
+                  resource_type=resource.resource_type,
+                  resource_name=resource.resource_name,
                   configs=[])
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
@@ -74,21 +75,21 @@ def _error_partition(partition: int, code: int) -> PartitionData:
 class FetchPlan:
     """One fetch request, ready to be (re)read against the logs."""
 
-    def __init__(self, services: BrokerServices, version: int, req: object) -> None:
+    def __init__(self, services: BrokerServices, version: int, req: Any) -> None:
         self.services = services
         self.version = version
-        self.max_wait_ms: int = req.max_wait_ms  # type: ignore[attr-defined]
-        self.min_bytes: int = req.min_bytes  # type: ignore[attr-defined]
-        self.max_bytes: int = req.max_bytes  # type: ignore[attr-defined]
+        self.max_wait_ms: int = req.max_wait_ms
+        self.min_bytes: int = req.min_bytes
+        self.max_bytes: int = req.max_bytes
         self.isolation = (IsolationLevel.READ_COMMITTED
-                          if req.isolation_level == 1  # type: ignore[attr-defined]
+                          if req.isolation_level == 1
                           else IsolationLevel.READ_UNCOMMITTED)
         # Topics in request order; a topic listed twice stays twice, as Kafka answers.
         self.topics: list[tuple[str, list[PartitionFetch]]] = [
             (t.topic, [PartitionFetch(t.topic, p.partition, p.fetch_offset,
                                       p.partition_max_bytes, p.current_leader_epoch)
                        for p in t.partitions])
-            for t in req.topics  # type: ignore[attr-defined]
+            for t in req.topics
         ]
 
     def keys(self) -> list[tuple[str, int]]:
@@ -178,11 +179,11 @@ class DelayedFetch(DelayedOperation):
                 self.ctx.close_connection("completing a delayed fetch failed")
 
 
-def _session_error(version: int, req: object) -> int:
+def _session_error(version: int, req: Any) -> int:
     if version < 7:
         return 0
-    session_id = req.session_id  # type: ignore[attr-defined]
-    epoch = req.session_epoch  # type: ignore[attr-defined]
+    session_id = req.session_id
+    epoch = req.session_epoch
     if session_id != 0:
         return FetchSessionIdNotFoundError.code  # we never hand out session ids
     if epoch not in (0, -1):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.fetch import leader_epoch_error
@@ -39,19 +41,19 @@ def _lookup(log: Log, timestamp: int, read_committed: bool) -> TimestampAndOffse
     return found
 
 
-def _partition(services: BrokerServices, topic: str, p: object, read_committed: bool,
+def _partition(services: BrokerServices, topic: str, p: Any, read_committed: bool,
                version: int) -> PartitionResponse:
-    index = p.partition_index  # type: ignore[attr-defined]
+    index = p.partition_index
     log = services.get_log(topic, index)
     if log is None:
         return PartitionResponse(partition_index=index,
                                  error_code=UnknownTopicOrPartitionError.code)
     epoch_error = leader_epoch_error(services.leader_epoch(log),
-                                     p.current_leader_epoch)  # type: ignore[attr-defined]
+                                     p.current_leader_epoch)
     if epoch_error:
         return PartitionResponse(partition_index=index, error_code=epoch_error)
     try:
-        found = _lookup(log, p.timestamp, read_committed)  # type: ignore[attr-defined]
+        found = _lookup(log, p.timestamp, read_committed)
     except KafkaError as exc:
         return PartitionResponse(partition_index=index,
                                  error_code=code_for(exc, f"list offsets of {topic}-{index}"))

@@ -4,6 +4,8 @@ is the log end offset, as Kafka's leader epoch cache gives once a leader is elec
 
 from __future__ import annotations
 
+from typing import Any
+
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.fetch import leader_epoch_error
@@ -15,17 +17,17 @@ TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-def _end_offset(services: BrokerServices, topic: str, p: object) -> EpochEndOffset:
-    index = p.partition  # type: ignore[attr-defined]
+def _end_offset(services: BrokerServices, topic: str, p: Any) -> EpochEndOffset:
+    index = p.partition
     log = services.get_log(topic, index)
     if log is None:
         return EpochEndOffset(error_code=UnknownTopicOrPartitionError.code, partition=index,
                               leader_epoch=-1, end_offset=-1)
     current = services.leader_epoch(log)
-    error = leader_epoch_error(current, p.current_leader_epoch)  # type: ignore[attr-defined]
+    error = leader_epoch_error(current, p.current_leader_epoch)
     if error:
         return EpochEndOffset(error_code=error, partition=index, leader_epoch=-1, end_offset=-1)
-    requested = p.leader_epoch  # type: ignore[attr-defined]
+    requested = p.leader_epoch
     try:
         if requested == current:
             epoch, end = current, log.log_end_offset
