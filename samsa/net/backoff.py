@@ -32,7 +32,7 @@ class ExponentialBackoff:
         term = self.initial * self.multiplier ** min(attempts, self._exp_max)
         if self.jitter > 0:
             term *= random.uniform(1 - self.jitter, 1 + self.jitter)
-        return min(term, self.max)
+        return min(float(int(term)), self.max)  # whole ms, as Java's long arithmetic
 
     def __repr__(self) -> str:
         return (f"ExponentialBackoff(initial={self.initial}, multiplier={self.multiplier}, "

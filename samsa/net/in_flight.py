@@ -51,7 +51,7 @@ class InFlightRequests:
 
     def can_send_more(self, node_id: int) -> bool:
         q = self._requests.get(node_id)
-        return not q or (q[-1].send_completed and len(q) < self.max_per_connection)
+        return not q or (q[-1].send.completed and len(q) < self.max_per_connection)
 
     def count(self, node_id: int | None = None) -> int:
         if node_id is None:

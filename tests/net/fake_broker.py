@@ -81,6 +81,8 @@ class FakeBroker:
             except OSError:
                 return
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.read_delay_s:  # a slow reader with a small window fills the client's buffer
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
             self.connections += 1
             self._conns.append(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
@@ -90,7 +92,7 @@ class FakeBroker:
         while len(out) < n:
             want = n - len(out)
             if self.read_delay_s:
-                want = min(want, 512)
+                want = min(want, 4096)
                 time.sleep(self.read_delay_s)
             chunk = conn.recv(want)
             if not chunk:
