@@ -1,0 +1,39 @@
+"""The admin client: create, delete and describe topics; partitions, configs, records, cluster.
+
+::
+
+    from samsa.admin import AdminClient, NewTopic
+
+    with AdminClient({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
+        admin.create_topics([NewTopic("events", num_partitions=3, configs={"retention.ms": "60000"})])
+        print(admin.list_topics())
+        print(admin.describe_topics(["events"])["events"].partitions)
+
+Modules: ``client`` (AdminClient: routing, retries, versions), ``messages`` (requests built
+per version and responses read into values), ``types`` (NewTopic, TopicDescription, ...),
+``errors`` (per-topic errors that say what to do), ``config`` (AdminConfig).
+"""
+
+from samsa.admin.client import AdminClient
+from samsa.admin.config import ADMIN_CONFIG, AdminConfig
+from samsa.admin.types import (
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    CreatedTopic,
+    NewPartitions,
+    NewTopic,
+    PartitionDescription,
+    TopicDescription,
+    format_topic_id,
+)
+from samsa.net import Node, TopicPartition
+
+__all__ = [
+    "ADMIN_CONFIG", "AdminClient", "AdminConfig", "ClusterDescription", "ConfigEntry",
+    "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "NewPartitions",
+    "NewTopic", "Node", "PartitionDescription", "TopicDescription", "TopicPartition",
+    "format_topic_id",
+]
