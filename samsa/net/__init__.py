@@ -67,7 +67,12 @@ for updates and wait.  A client used in a process forked after its creation rais
 
 from samsa.net.api_versions import NodeApiVersions
 from samsa.net.bootstrap import parse_bootstrap_servers
-from samsa.net.channel import InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
+from samsa.net.channel import (
+    InvalidReceiveError,
+    KafkaChannel,
+    NetworkReceive,
+    NetworkSend,
+)
 from samsa.net.client import (
     ClientRequest,
     ClientResponse,

@@ -12,7 +12,7 @@ import random
 
 
 class ExponentialBackoff:
-    __slots__ = ("initial", "multiplier", "max", "jitter", "_exp_max")
+    __slots__ = ("_exp_max", "initial", "jitter", "max", "multiplier")
 
     def __init__(self, initial_ms: float, multiplier: float, max_ms: float,
                  jitter: float = 0.2) -> None:

@@ -51,7 +51,7 @@ class NetworkSend:
     ``request`` is the owner's handle (NetworkClient puts its ClientRequest there).
     """
 
-    __slots__ = ("destination", "data", "size", "completed", "urgent", "request")
+    __slots__ = ("completed", "data", "destination", "request", "size", "urgent")
 
     def __init__(self, destination: int, data: bytes | bytearray | memoryview,
                  request: Any = None, urgent: bool = False) -> None:
@@ -70,7 +70,7 @@ class NetworkSend:
 class NetworkReceive:
     """A complete frame from ``source``; ``payload`` excludes the size prefix."""
 
-    __slots__ = ("source", "payload")
+    __slots__ = ("payload", "source")
 
     def __init__(self, source: int, payload: bytes | bytearray | memoryview) -> None:
         self.source = source
@@ -83,9 +83,23 @@ class NetworkReceive:
 class KafkaChannel:
     """A non-blocking TCP connection to one node, owned by a Selector."""
 
-    __slots__ = ("id", "sock", "address", "state", "sends", "send_offset", "muted",
-                 "interest", "max_receive_size", "_tail", "_body", "_body_view", "_body_pos",
-                 "bytes_sent", "bytes_received")
+    __slots__ = (
+        "_body",
+        "_body_pos",
+        "_body_view",
+        "_tail",
+        "address",
+        "bytes_received",
+        "bytes_sent",
+        "id",
+        "interest",
+        "max_receive_size",
+        "muted",
+        "send_offset",
+        "sends",
+        "sock",
+        "state",
+    )
 
     def __init__(self, node_id: int, sock: socket.socket, address: Any,
                  max_receive_size: int) -> None:

@@ -39,10 +39,11 @@ import random
 import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Self
 
 import samsa
 from samsa.errors import (
+    ConfigError,
     ForkedClientError,
     IllegalStateError,
     KafkaConnectionError,
@@ -108,9 +109,24 @@ class ClientRequest:
     """A request for one node.  The version is picked at send time from what the node
     supports within ``min_version``..``max_version`` (None: the codec's bounds)."""
 
-    __slots__ = ("destination", "request", "api_key", "min_version", "max_version",
-                 "api_version", "expect_response", "callback", "created_ms", "correlation_id",
-                 "send_time_ms", "request_timeout_ms", "send", "internal", "done", "context")
+    __slots__ = (
+        "api_key",
+        "api_version",
+        "callback",
+        "context",
+        "correlation_id",
+        "created_ms",
+        "destination",
+        "done",
+        "expect_response",
+        "internal",
+        "max_version",
+        "min_version",
+        "request",
+        "request_timeout_ms",
+        "send",
+        "send_time_ms",
+    )
 
     def __init__(self, destination: int | Node, request: Message, *,
                  expect_response: bool = True, callback: ResponseCallback | None = None,
@@ -152,8 +168,15 @@ class ClientResponse:
     ``version_mismatch`` (no version both sides support; nothing was sent).  ``error`` says why
     a request failed, in words fit for a log or an exception."""
 
-    __slots__ = ("request", "body", "disconnected", "timed_out", "version_mismatch", "error",
-                 "received_ms")
+    __slots__ = (
+        "body",
+        "disconnected",
+        "error",
+        "received_ms",
+        "request",
+        "timed_out",
+        "version_mismatch",
+    )
 
     def __init__(self, request: ClientRequest, body: Any = None, *, received_ms: float,
                  disconnected: bool = False, timed_out: bool = False,
@@ -254,7 +277,6 @@ class NetworkClient:
         clock: Clock = monotonic_ms,
     ) -> None:
         if client_dns_lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
-            from samsa.errors import ConfigError
             raise ConfigError("client.dns.lookup", f"{client_dns_lookup!r} is not one of "
                               "'use_all_dns_ips', 'resolve_canonical_bootstrap_servers_only'")
         self._pid = os.getpid()
@@ -401,10 +423,10 @@ class NetworkClient:
                     found_ready = node
             elif states.is_preparing_connection(nid):
                 found_connecting = node
-            elif states.can_connect(nid, now):
-                if found_can_connect is None or states.last_connect_attempt_ms(
-                        found_can_connect.id) > states.last_connect_attempt_ms(nid):
-                    found_can_connect = node
+            elif states.can_connect(nid, now) and (
+                    found_can_connect is None or states.last_connect_attempt_ms(
+                        found_can_connect.id) > states.last_connect_attempt_ms(nid)):
+                found_can_connect = node  # the one tried longest ago
         return found_ready or found_connecting or found_can_connect
 
     # -- sending ---------------------------------------------------------------------------
@@ -447,8 +469,7 @@ class NetworkClient:
         request.send_time_ms = now
         timeout = request.request_timeout_ms
         deadline = now + (self.request_timeout_ms if timeout is None else timeout)
-        if deadline < self._next_request_deadline:
-            self._next_request_deadline = deadline
+        self._next_request_deadline = min(self._next_request_deadline, deadline)
         send = NetworkSend(node_id, data, request, urgent=not request.expect_response)
         request.send = send
         self.in_flight_requests.add(request)
@@ -465,16 +486,16 @@ class NetworkClient:
             now = clock()
         if self._aborted:
             # Version mismatches and cancelled requests: report them without waiting.
-            responses = self._aborted
+            aborted = self._aborted
             self._aborted = []
-            return self._complete(responses)
+            return self._complete(aborted)
 
         metadata_timeout = self._maybe_update_metadata(now)
         timeout = min(timeout_ms, metadata_timeout, self._next_request_deadline - now)
         if self.connection_states.connecting_nodes:
             timeout = min(timeout, self.connection_states.next_setup_deadline() - now)
         selector = self.selector
-        selector.poll(timeout if timeout > 0 else 0)
+        selector.poll(max(0, timeout))
 
         now = clock()
         responses: list[ClientResponse] = []
@@ -542,11 +563,11 @@ class NetworkClient:
                 if corr is not None and self._is_unwanted_response(node_id, corr):
                     continue
                 expected = request.correlation_id if request is not None else None
-                error = CorrelationIdMismatchError(
+                mismatch = CorrelationIdMismatchError(
                     f"node {node_id} sent a response with correlation id {corr}, but the "
                     f"oldest in-flight request has {expected}; closing the connection")
-                log.error("%s", error)
-                self._fail_connection(node_id, error, responses, now)
+                log.error("%s", mismatch)
+                self._fail_connection(node_id, mismatch, responses, now)
                 broken.add(node_id)
                 continue
             in_flight.complete_next(node_id)
@@ -557,14 +578,14 @@ class NetworkClient:
                 continue
             try:
                 _, body = decode_response(request.api_key, request.api_version, payload)
-            except Exception as e:
-                error = KafkaConnectionError(
+            except Exception as e:  # noqa: BLE001 -- any decode failure ends the connection
+                decode_error = KafkaConnectionError(
                     f"could not parse the {request.api_name} v{request.api_version} response "
                     f"from node {node_id} (correlation id {corr}): {e}; closing the connection")
-                log.error("%s", error)
+                log.error("%s", decode_error)
                 responses.append(ClientResponse(request, received_ms=now, disconnected=True,
-                                                error=error))
-                self._fail_connection(node_id, error, responses, now)
+                                                error=decode_error))
+                self._fail_connection(node_id, decode_error, responses, now)
                 broken.add(node_id)
                 continue
             responses.append(ClientResponse(request, body, received_ms=now))
@@ -677,8 +698,7 @@ class NetworkClient:
                 if deadline <= now:
                     expired.append((node_id, request))
                     break
-                if deadline < next_deadline:
-                    next_deadline = deadline
+                next_deadline = min(next_deadline, deadline)
         self._next_request_deadline = next_deadline
         for node_id, request in expired:
             t = request.request_timeout_ms
@@ -696,7 +716,7 @@ class NetworkClient:
     def _recompute_request_deadline(self) -> None:
         best = _INF
         default = self.request_timeout_ms
-        for _, q in self.in_flight_requests.items():
+        for q in self.in_flight_requests.queues():
             for request in q:
                 t = request.request_timeout_ms
                 best = min(best, request.send_time_ms + (default if t is None else t))
@@ -852,7 +872,7 @@ class NetworkClient:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> NetworkClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -876,12 +896,12 @@ def _parse_api_versions(version: int, payload: Any) -> Any:
     an error reply, with the v0 layout Kafka uses for UNSUPPORTED_VERSION)."""
     try:
         return decode_response(API_VERSIONS_KEY, version, payload)[1]
-    except Exception:
+    except Exception:  # noqa: BLE001 -- malformed bodies are expected here (mock cluster)
         if version == 0:
             return None
     try:
         return decode_response(API_VERSIONS_KEY, 0, payload)[1]
-    except Exception:
+    except Exception:  # noqa: BLE001
         return None
 
 
@@ -897,6 +917,7 @@ def _advertised_api_versions_max(body: Any) -> int | None:
 def _metadata_request(plan: MetadataRequestPlan, version: int) -> Message:
     cls = APIS[METADATA_KEY].request_class
     topic_cls = cls.MetadataRequestTopic
+    topics: list[Any] | None
     if plan.topics is None:
         topics = [] if version == 0 else None  # v0: an empty list means all topics
     else:

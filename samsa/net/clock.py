@@ -7,7 +7,7 @@ expire requests or reset backoffs; a float, so sub-millisecond waits are not rou
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Clock = Callable[[], float]
 

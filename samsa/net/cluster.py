@@ -64,9 +64,21 @@ _EMPTY: tuple[PartitionInfo, ...] = ()
 class Cluster:
     """Immutable view of the cluster.  Build with the constructor, ``bootstrap()`` or ``empty()``."""
 
-    __slots__ = ("nodes", "_nodes_by_id", "_partitions", "_by_topic", "_available_by_topic",
-                 "_by_node", "topic_ids", "unauthorized_topics", "invalid_topics",
-                 "internal_topics", "controller", "cluster_id", "is_bootstrap")
+    __slots__ = (
+        "_available_by_topic",
+        "_by_node",
+        "_by_topic",
+        "_nodes_by_id",
+        "_partitions",
+        "cluster_id",
+        "controller",
+        "internal_topics",
+        "invalid_topics",
+        "is_bootstrap",
+        "nodes",
+        "topic_ids",
+        "unauthorized_topics",
+    )
 
     def __init__(
         self,

@@ -42,10 +42,19 @@ ResolvedAddress = tuple[int, Any]  # (family, sockaddr)
 
 
 class NodeConnectionState:
-    __slots__ = ("state", "last_connect_attempt_ms", "failed_attempts",
-                 "failed_connect_attempts", "reconnect_backoff_ms",
-                 "connection_setup_timeout_ms", "host", "port", "addresses", "address_index",
-                 "last_error")
+    __slots__ = (
+        "address_index",
+        "addresses",
+        "connection_setup_timeout_ms",
+        "failed_attempts",
+        "failed_connect_attempts",
+        "host",
+        "last_connect_attempt_ms",
+        "last_error",
+        "port",
+        "reconnect_backoff_ms",
+        "state",
+    )
 
     def __init__(self, state: ConnectionState, now: float, reconnect_backoff_ms: float,
                  setup_timeout_ms: float, host: str, port: int) -> None:
@@ -224,7 +233,8 @@ def _resolve(host: str, port: int, use_all: bool) -> list[ResolvedAddress]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     if not infos:
         raise socket.gaierror(f"{host} did not resolve to any address")
-    addresses = [(family, sockaddr) for family, _, _, _, sockaddr in infos]
+    addresses: list[ResolvedAddress] = [(int(family), sockaddr)
+                                        for family, _, _, _, sockaddr in infos]
     # Deduplicate while keeping the resolver's order.
     seen: set[Any] = set()
     unique = [a for a in addresses if not (a[1] in seen or seen.add(a[1]))]  # type: ignore[func-returns-value]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class InFlightRequests:
-    __slots__ = ("max_per_connection", "_requests", "_count")
+    __slots__ = ("_count", "_requests", "max_per_connection")
 
     def __init__(self, max_per_connection: int = 5) -> None:
         if max_per_connection < 1:
@@ -51,7 +51,10 @@ class InFlightRequests:
 
     def can_send_more(self, node_id: int) -> bool:
         q = self._requests.get(node_id)
-        return not q or (q[-1].send.completed and len(q) < self.max_per_connection)
+        if not q:
+            return True
+        newest = q[-1].send
+        return newest is not None and newest.completed and len(q) < self.max_per_connection
 
     def count(self, node_id: int | None = None) -> int:
         if node_id is None:
@@ -77,6 +80,9 @@ class InFlightRequests:
 
     def items(self) -> Iterator[tuple[int, deque[ClientRequest]]]:
         return iter(self._requests.items())
+
+    def queues(self) -> Iterator[deque[ClientRequest]]:
+        return iter(self._requests.values())
 
     def __len__(self) -> int:
         return self._count

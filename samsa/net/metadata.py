@@ -52,7 +52,7 @@ _TOPIC_AUTHORIZATION_FAILED = TopicAuthorizationFailedError.code
 class MetadataRequestPlan:
     """What the next MetadataRequest asks for: ``topics`` None = all topics."""
 
-    __slots__ = ("topics", "is_partial", "request_version", "allow_auto_topic_creation")
+    __slots__ = ("allow_auto_topic_creation", "is_partial", "request_version", "topics")
 
     def __init__(self, topics: list[str] | None, is_partial: bool, request_version: int,
                  allow_auto_topic_creation: bool) -> None:
@@ -192,8 +192,8 @@ class Metadata:
         else:
             expire = self._last_successful_refresh_ms + self.metadata_max_age_ms - now
         allow = self._last_refresh_ms + self._refresh_backoff_ms - now
-        m = expire if expire > allow else allow
-        return m if m > 0.0 else 0.0
+        m = max(allow, expire)
+        return max(0.0, m)
 
     def refresh_backoff_ms(self) -> float:
         return self._refresh_backoff_ms

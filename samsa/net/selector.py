@@ -37,6 +37,7 @@ _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 DEFAULT_MAX_RECEIVE_SIZE = 512 * 1024 * 1024
 USE_DEFAULT_BUFFER_SIZE = -1
+_MAX_WAIT_MS = 2**31 - 1
 
 
 class IdleConnectionClosed(KafkaConnectionError):
@@ -213,6 +214,8 @@ class Selector:
         self._early_disconnected = {}
         if self._urgent or connected or disconnected:
             timeout_ms = 0
+        elif timeout_ms > _MAX_WAIT_MS:
+            timeout_ms = _MAX_WAIT_MS  # "forever" (epoll takes no infinity)
         self._urgent = False
 
         events = self._sel.select(timeout_ms / 1000.0)
@@ -241,7 +244,7 @@ class Selector:
                         channel.write(completed_sends)
                         if not channel.sends:
                             self._set_interest(channel, channel.interest & ~_WRITE)
-            except Exception as e:  # any I/O or framing error ends the connection
+            except Exception as e:  # noqa: BLE001 -- any I/O or framing error ends the connection
                 if not isinstance(e, OSError):
                     log.warning("Unexpected error on connection to node %s; closing it: %r",
                                 node_id, e)

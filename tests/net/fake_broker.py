@@ -15,10 +15,15 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import samsa.protocol as p
-from samsa.protocol import APIS, decode_request_header, decode_request_body, encode_response_bytes
+from samsa.protocol import (
+    APIS,
+    decode_request_body,
+    decode_request_header,
+    encode_response_bytes,
+)
 
 Handler = Callable[[Any, Any], Any]
 
@@ -66,7 +71,7 @@ class FakeBroker:
             c.close()
         self._conns.clear()
 
-    def __enter__(self) -> FakeBroker:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 import samsa.protocol as p
-from samsa.net import ClientRequest, ClientResponse, NetworkClient, TopicPartition, send_and_wait
+from samsa.net import (
+    ClientRequest,
+    ClientResponse,
+    NetworkClient,
+    TopicPartition,
+    send_and_wait,
+)
 from samsa.records.builder import RecordBatchBuilder
 from samsa.testing.mock_cluster import MockCluster
 

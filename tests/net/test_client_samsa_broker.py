@@ -9,7 +9,13 @@ import pytest
 
 import samsa.protocol as p
 from samsa.broker import Broker
-from samsa.net import ClientRequest, ClientResponse, NetworkClient, TopicPartition, send_and_wait
+from samsa.net import (
+    ClientRequest,
+    ClientResponse,
+    NetworkClient,
+    TopicPartition,
+    send_and_wait,
+)
 from samsa.protocol import APIS
 from samsa.records.builder import RecordBatchBuilder
 
