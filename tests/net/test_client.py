@@ -391,3 +391,15 @@ def test_forked_child_cannot_use_the_client(broker):
     assert os.WEXITSTATUS(status) == 0
     client.poll(0)  # still fine in the parent
     client.close()
+
+
+def test_broker_without_metadata_support_is_a_fatal_metadata_error(broker):
+    # ApiVersions v0 answer that lists only ApiVersions itself.
+    broker.api_versions_reply = lambda h: struct.pack(">hi", 0, 1) + struct.pack(">hhh", 18, 0, 4)
+    client = new_client(bootstrap_servers=broker.bootstrap)
+    v = client.metadata.request_update()
+    poll_until(client, lambda: client.api_versions(-1) is not None)
+    client.poll(0)
+    with pytest.raises(UnsupportedVersionError, match="Metadata"):
+        client.metadata.await_update(v, 0)
+    client.close()
