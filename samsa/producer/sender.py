@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -183,8 +184,10 @@ class Sender(threading.Thread):
         try:
             self.run_once()
         except Exception:
-            # One bad iteration must not kill the thread that completes every future.
+            # One bad iteration must not kill the thread that completes every future; pause
+            # briefly so that a persistent fault does not spin.
             log.exception("Uncaught error in the producer's Sender thread; continuing")
+            time.sleep(0.01)
 
     def initiate_close(self) -> None:
         """Stop accepting new work; send what is queued, then stop."""
