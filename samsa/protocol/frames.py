@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from samsa.errors import UnsupportedVersionError
 from samsa.protocol.apis import api_for
 from samsa.protocol.codec import decode_struct, struct_codec
 from samsa.protocol.message import Message, make_class
@@ -87,7 +88,7 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
                            correlation_id=correlation_id, client_id=client_id)
     try:
         api = api_for(key, version)
-    except Exception:
+    except UnsupportedVersionError:
         return header, pos
     if api.is_flexible(version):
         # Header v2 ends with tagged fields; decode them with the declared schema.

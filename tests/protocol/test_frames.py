@@ -11,16 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import samsa.protocol
 from samsa.errors import KafkaError, UnsupportedVersionError
 from samsa.protocol import (
     APIS,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    FetchRequest,
-    FetchResponse,
-    MetadataRequest,
-    ProduceRequest,
-    ProduceResponse,
+    APIS_BY_NAME,
     ProtocolDecodeError,
     api_for,
     decode_body,
@@ -38,6 +33,24 @@ from samsa.protocol import (
 from .strategies import all_cases, body_strategy, case_id
 
 CASES = all_cases()
+
+# The message classes are generated at import (samsa.protocol exports them by Kafka's names);
+# fetch them through the registry so that type checkers see them as Any.
+ApiVersionsRequest: Any = APIS_BY_NAME["ApiVersions"].request_class
+ApiVersionsResponse: Any = APIS_BY_NAME["ApiVersions"].response_class
+FetchRequest: Any = APIS_BY_NAME["Fetch"].request_class
+FetchResponse: Any = APIS_BY_NAME["Fetch"].response_class
+MetadataRequest: Any = APIS_BY_NAME["Metadata"].request_class
+ProduceRequest: Any = APIS_BY_NAME["Produce"].request_class
+ProduceResponse: Any = APIS_BY_NAME["Produce"].response_class
+
+
+def test_message_classes_are_exported_by_kafka_name() -> None:
+    for api in APIS.values():
+        assert getattr(samsa.protocol, f"{api.name}Request") is api.request_class
+        assert getattr(samsa.protocol, f"{api.name}Response") is api.response_class
+        assert f"{api.name}Request" in samsa.protocol.__all__
+    assert ProduceRequest.TopicProduceData is ProduceRequest._schema.fields[3].item.cls
 
 
 def _raw_request_header(key: int, version: int, correlation_id: int, client_id: bytes | None,

@@ -344,7 +344,9 @@ def test_truncated_input_raises_protocol_decode_error(type_name: str, value: Any
 
 def test_truncated_struct_array() -> None:
     schema = _one_field_struct("[]Pair", fields=[F("k", "string", "0+"), F("v", "int64", "0+")])
-    pair = schema.fields[0].item.cls
+    item = schema.fields[0].item
+    assert isinstance(item, StructSchema)
+    pair = item.cls
     obj = schema.cls(value=[pair(k="a", v=1), pair(k="bb", v=-1)], tail=1)
     for flexible in (False, True):
         buf = bytearray()
@@ -365,7 +367,9 @@ def test_nullable_struct_field() -> None:
     ], {}, structs)
     for sub in structs.values():
         make_class(sub)
-    inner_cls = schema.fields[0].struct.cls
+    inner = schema.fields[0].struct
+    assert inner is not None
+    inner_cls = inner.cls
     for flexible in (False, True):
         tail = b"\x00" if flexible else b""
         buf = bytearray()
