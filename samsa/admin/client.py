@@ -478,6 +478,8 @@ class AdminClient:
         lo, hi = m.METADATA_VERSIONS
         target = node if node is not None else self._any_node(deadline)
         wanted = None if topics is None else list(topics)
+        if wanted:
+            lo = m.METADATA_NO_AUTO_CREATE  # as Java: never create topics by describing them
         _, body = self._send(target, m.METADATA, lo, hi, deadline,
                              lambda v: m.metadata_request(v, wanted))
         return body

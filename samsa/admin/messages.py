@@ -38,6 +38,7 @@ DESCRIBE_CONFIGS = 32
 CREATE_PARTITIONS = 37
 DESCRIBE_CLUSTER = 60
 METADATA_VERSIONS = (1, 12)  # v1: is_internal and controller id; v12: the net layer's max
+METADATA_NO_AUTO_CREATE = 4  # the first version that can ask not to create named topics
 
 # The codec's generated classes (typed Any: their fields are made at import time).
 MetadataRequest: Any = APIS[METADATA].request_class
@@ -143,14 +144,18 @@ def parse_create_partitions(response: Any) -> dict[str, None | KafkaError]:
 
 
 def metadata_request(version: int, topics: Iterable[str] | None) -> Message:
-    """All topics (``topics`` None) or the named ones, never auto-creating any."""
+    """All topics (``topics`` None) or the named ones, never auto-creating any from v4 on
+    (before v4 a broker may create the named topics; the client asks for v4+ then)."""
     R = MetadataRequest
     wanted = None if topics is None else [R.MetadataRequestTopic(name=t) for t in topics]
-    return R(topics=wanted, allow_auto_topic_creation=False)
+    return R(topics=wanted, allow_auto_topic_creation=version < 4)
 
 
 def parse_topic_descriptions(response: Any) -> dict[str, TopicDescription | KafkaError]:
+    """Descriptions per topic; a leader id that is not among the response's brokers (a
+    broker that is down, as librdkafka's mock reports it) reads as no leader, as in Java."""
     out: dict[str, TopicDescription | KafkaError] = {}
+    brokers = {b.node_id for b in response.brokers}
     for t in response.topics:
         if t.name is None:
             continue
@@ -160,7 +165,7 @@ def parse_topic_descriptions(response: Any) -> dict[str, TopicDescription | Kafk
             continue
         partitions = tuple(sorted(
             (PartitionDescription(
-                p.partition_index, p.leader_id if p.leader_id >= 0 else None,
+                p.partition_index, p.leader_id if p.leader_id in brokers else None,
                 tuple(p.replica_nodes), tuple(p.isr_nodes),
                 tuple(getattr(p, "offline_replicas", None) or ()),
                 getattr(p, "leader_epoch", -1))
