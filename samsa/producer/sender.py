@@ -574,11 +574,13 @@ class Sender(threading.Thread):
                     self.metadata.request_update()
                 self._backoff_init_producer_id(now)
                 return
+            if tm.handle_bump_refused(error):
+                return  # the next iteration asks for a new producer id instead
             self._fatal(error)
             return
         self._init_pid_attempts = 0
-        self.metrics.epoch_bumps = tm.epoch_bumps + (1 if tm.has_producer_id() else 0)
         tm.handle_init_producer_id(body.producer_id, body.producer_epoch)
+        self.metrics.epoch_bumps = tm.epoch_bumps
 
     def _backoff_init_producer_id(self, now: int) -> None:
         self._init_pid_attempts += 1

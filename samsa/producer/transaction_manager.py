@@ -80,6 +80,9 @@ class TransactionManager:
         self._producer = NONE
         self._partitions: dict[TopicPartition, _PartitionEntry] = {}
         self._epoch_bump_required = False
+        # Kafka gives a non-transactional producer a new id instead of a bumped epoch; some
+        # brokers (librdkafka's mock) refuse the bump outright: then ask for a new id.
+        self._bump_refused = False
         self.epoch_bumps = 0  # for metrics and tests
 
     # --- producer id and epoch --------------------------------------------------------
@@ -116,7 +119,12 @@ class TransactionManager:
     def init_producer_id_request(self, api_version: int) -> Any:
         """The InitProducerId request to send now: a bump of the current id/epoch when the
         broker supports KIP-360, otherwise a request for a new id."""
-        bump = self._epoch_bump_required and self.has_producer_id() and api_version >= EPOCH_BUMP_MIN_VERSION
+        bump = (
+            self._epoch_bump_required
+            and self.has_producer_id()
+            and api_version >= EPOCH_BUMP_MIN_VERSION
+            and not self._bump_refused
+        )
         if bump and self._producer.epoch >= _INT16_MAX - 1:
             bump = False  # epoch exhausted: ask for a fresh id
         current = self._producer if bump else NONE
@@ -126,6 +134,14 @@ class TransactionManager:
             producer_id=current.producer_id,
             producer_epoch=current.epoch,
         )
+
+    def handle_bump_refused(self, error: BaseException) -> bool:
+        """The broker refused a KIP-360 bump; True if a plain new-id request should follow."""
+        if not (self._epoch_bump_required and self.has_producer_id()) or self._bump_refused:
+            return False
+        log.info("The broker refused to bump the epoch of %s (%s); asking for a new producer id", self._producer, error)
+        self._bump_refused = True
+        return True
 
     def handle_init_producer_id(self, producer_id: int, epoch: int) -> None:
         """A new id/epoch arrived.  Batches still incomplete (queued for a retry) are re-stamped
@@ -138,6 +154,7 @@ class TransactionManager:
             if old.is_valid():
                 self.epoch_bumps += 1
             self._epoch_bump_required = False
+            self._bump_refused = False
             for tp, entry in self._partitions.items():
                 sequence = 0
                 for batch in entry.in_flight:

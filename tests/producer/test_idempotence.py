@@ -158,3 +158,18 @@ def test_failed_batch_with_later_sequences_outstanding_bumps_the_epoch() -> None
     drain(tm, b)
     tm.handle_failed_batch(a, NotLeaderOrFollowerError(), maybe_written=False)
     assert tm.epoch_bump_required
+
+
+def test_refused_bump_falls_back_to_a_new_producer_id() -> None:
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a = batch(2)
+    drain(tm, a)
+    tm.request_epoch_bump(TP, "test")
+    assert tm.init_producer_id_request(4).producer_id == 7
+    assert tm.handle_bump_refused(Exception("INVALID_PRODUCER_ID_MAPPING"))
+    assert not tm.handle_bump_refused(Exception("again"))  # only once per bump
+    assert tm.init_producer_id_request(4).producer_id == -1
+    tm.handle_init_producer_id(8, 0)
+    assert header(a) == (8, 0, 0)
+    assert tm.epoch_bumps == 1 and not tm.needs_init_producer_id()
