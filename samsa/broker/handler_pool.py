@@ -37,17 +37,17 @@ class RequestHandlerPool:
                 return
             try:
                 dispatcher(ctx)
-            except BaseException as exc:  # noqa: BLE001 - a handler bug must not kill the thread
+            except Exception as exc:  # noqa: BLE001 - a handler bug must not kill the thread
                 self._handler_failed(ctx, exc)
 
     @staticmethod
-    def _handler_failed(ctx: RequestContext, exc: BaseException) -> None:
+    def _handler_failed(ctx: RequestContext, exc: Exception) -> None:
         log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
                   exc_info=exc)
         if not ctx.completed:
             try:
                 ctx.close_connection(f"handler error: {exc!r}")
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing %s after a handler error failed", ctx.connection_id)
 
     def shutdown(self, timeout: float | None = None) -> None:

@@ -53,8 +53,18 @@ class RequestContext:
     Fetch's MaxWaitMs count from here); ``size``: the request's bytes (without the size prefix).
     """
 
-    __slots__ = ("header", "body", "connection_id", "client_host", "listener", "received_ms",
-                 "size", "_sink", "_conn", "_done")
+    __slots__ = (
+        "_conn",
+        "_done",
+        "_sink",
+        "body",
+        "client_host",
+        "connection_id",
+        "header",
+        "listener",
+        "received_ms",
+        "size",
+    )
 
     def __init__(self, header: Any, body: Any, connection_id: str, client_host: str,
                  listener: str, received_ms: float, size: int, sink: ResponseSink,

@@ -27,14 +27,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
-from samsa.broker.config import BrokerConfig, Listener, advertised_listener, parse_listener
+from samsa.broker.config import (
+    BrokerConfig,
+    Listener,
+    advertised_listener,
+    parse_listener,
+)
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.broker.network import SocketServer
 from samsa.errors import ConfigError
 
-__all__ = ["Broker", "DEFAULT_HOST"]
+__all__ = ["DEFAULT_HOST", "Broker"]
 
 log = logging.getLogger("samsa.broker")
 
@@ -72,11 +77,14 @@ class Broker:
         self._started = False
 
         if log_manager_factory is None:
-            from samsa.broker.log import LogManager as log_manager_factory
+            from samsa.broker.log import LogManager
+
+            log_manager_factory = LogManager
         node_class: Callable[..., Any] = _Node
         if apis_factory is None:
-            from samsa.broker.apis import BrokerNode as node_class
-            from samsa.broker.apis import KafkaApis as apis_factory
+            from samsa.broker.apis import BrokerNode, KafkaApis
+
+            apis_factory, node_class = KafkaApis, BrokerNode
 
         self.log_manager = log_manager_factory(self.data_dir, self.config)
         try:
@@ -94,7 +102,7 @@ class Broker:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> Broker:
+    def start(self) -> Self:
         """Bind the listener and start serving; returns self."""
         with self._lock:
             if self._closed:
@@ -131,7 +139,7 @@ class Broker:
                 self.log_manager.close()
         log.info("broker %d stopped", self.node_id)
 
-    def __enter__(self) -> Broker:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -216,10 +224,11 @@ def _advertised_api_versions() -> tuple[int, int] | None:
 
 
 def _api_versions_roundtrip(host: str, port: int, timeout: float) -> None:
-    from samsa.protocol import ApiVersionsRequest, decode_response, encode_request
+    from samsa.protocol import APIS, decode_response, encode_request
 
+    request = APIS[_API_VERSIONS_KEY].request_class()
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(encode_request(ApiVersionsRequest(), 0, 1, "samsa-ready-check"))
+        sock.sendall(encode_request(request, 0, 1, "samsa-ready-check"))
         data = b""
         size = None
         while size is None or len(data) < size + 4:

@@ -520,7 +520,7 @@ def test_stop_closes_connections_and_port(
 def test_port_zero_binds_an_ephemeral_port() -> None:
     server = SocketServer(lambda ctx: None, "127.0.0.1", 0)
     with pytest.raises(RuntimeError):
-        server.port
+        _ = server.port
     port = server.bind()
     assert port > 0 and server.port == port
     server.stop()

@@ -12,7 +12,12 @@ import pytest
 from samsa.broker import Broker
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.errors import ConfigError
-from samsa.protocol import ApiVersionsRequest, ApiVersionsResponse, decode_response, encode_request
+from samsa.protocol import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    decode_response,
+    encode_request,
+)
 
 
 class FakeLogManager:
@@ -64,7 +69,7 @@ def api_versions(host: str, port: int) -> Any:
 def test_start_serves_on_an_ephemeral_port_and_close_closes_everything(tmp_path: Path) -> None:
     broker = fake_broker(tmp_path / "data")
     with pytest.raises(RuntimeError):
-        broker.bootstrap_servers
+        _ = broker.bootstrap_servers
     with broker:
         assert broker.port > 0
         assert broker.bootstrap_servers == f"127.0.0.1:{broker.port}"

@@ -89,7 +89,7 @@ def test_config_file_and_overrides(tmp_path: Path, procs: list[subprocess.Popen[
 def test_bad_settings_fail_with_a_message(tmp_path: Path, args: list[str], named: str) -> None:
     result = subprocess.run([sys.executable, "-m", "samsa.cli", "broker", "--port", "0",
                              "--data-dir", str(tmp_path), *args],
-                            capture_output=True, text=True, timeout=60)
+                            check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert named in result.stderr
     assert "Traceback" not in result.stderr
@@ -97,7 +97,7 @@ def test_bad_settings_fail_with_a_message(tmp_path: Path, args: list[str], named
 
 def test_missing_data_dir_is_explained(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "samsa.cli", "broker", "--port", "0"],
-                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                            check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 2
     assert "--data-dir" in result.stderr
 
@@ -108,6 +108,6 @@ def test_data_dir_in_use_is_explained(tmp_path: Path, procs: list[subprocess.Pop
     ready_address(first)
     result = subprocess.run([sys.executable, "-m", "samsa.cli", "broker", "--port", "0",
                              "--data-dir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=60)
+                            check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "in use" in result.stderr and "Traceback" not in result.stderr

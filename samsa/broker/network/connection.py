@@ -138,10 +138,29 @@ class Connection:
     """
 
     __slots__ = (
-        "sock", "id", "client_host", "processor", "lock",
-        "_rbuf", "_rview", "_rstart", "_rend", "_big", "_big_view", "_big_have",
-        "busy", "pending", "pending_bytes", "closed", "eof", "read_paused", "outgoing",
-        "last_active", "interest", "close_reason", "_peer_closed",
+        "_big",
+        "_big_have",
+        "_big_view",
+        "_peer_closed",
+        "_rbuf",
+        "_rend",
+        "_rstart",
+        "_rview",
+        "busy",
+        "client_host",
+        "close_reason",
+        "closed",
+        "eof",
+        "id",
+        "interest",
+        "last_active",
+        "lock",
+        "outgoing",
+        "pending",
+        "pending_bytes",
+        "processor",
+        "read_paused",
+        "sock",
     )
 
     def __init__(self, sock: socket.socket, connection_id: str, client_host: str,
@@ -193,7 +212,7 @@ class Connection:
                 if n < want:
                     return frames  # the socket is drained (or nearly); wait for readiness
                 frames.append(self._big)
-                self._big_view.release()
+                big.release()
                 self._big = self._big_view = None
                 continue
             if self._rstart == self._rend:

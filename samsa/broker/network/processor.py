@@ -31,7 +31,6 @@ from samsa.broker.request_channel import RequestChannel, RequestContext
 from samsa.errors import UnsupportedVersionError
 from samsa.protocol import (
     APIS,
-    ApiVersionsResponse,
     ProtocolDecodeError,
     decode_request_body,
     decode_request_header,
@@ -47,6 +46,7 @@ UNSUPPORTED_VERSION = 35
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH = range(5)
+_ApiVersionsResponse: Any = APIS[API_VERSIONS_KEY].response_class
 
 
 class Processor:
@@ -149,7 +149,7 @@ class Processor:
                 if now >= next_idle_check:
                     self._close_idle(now)
                     next_idle_check = now + self._idle_check_s
-        except Exception:  # noqa: BLE001 - a bug here must be loud, not a silent dead thread
+        except Exception:  # a bug here must be loud, not a silent dead thread
             log.exception("network thread %d failed; closing its connections", self.index)
         finally:
             self._shutdown()
@@ -282,9 +282,9 @@ class Processor:
             # KIP-511: answer in the v0 layout with UNSUPPORTED_VERSION and our range for
             # ApiVersions, so the client can retry with a version we know.
             low, high = self._api_versions_range
-            response = ApiVersionsResponse(
+            response = _ApiVersionsResponse(
                 error_code=UNSUPPORTED_VERSION,
-                api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS_KEY,
+                api_keys=[_ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS_KEY,
                                                          min_version=low, max_version=high)])
             return self._send(conn, encode_response(response, 0, header.correlation_id))
         try:

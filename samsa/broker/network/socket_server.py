@@ -61,7 +61,7 @@ class Acceptor:
                 for key, _ in self._selector.select():
                     if key.data == "accept" and self._running:
                         self._accept_all()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("acceptor failed; no new connections will be accepted")
         finally:
             self._selector.close()
