@@ -25,13 +25,23 @@ from samsa.broker.apis.delete_records import handle_delete_records
 from samsa.broker.apis.delete_topics import handle_delete_topics
 from samsa.broker.apis.describe_configs import handle_describe_configs
 from samsa.broker.apis.fetch import handle_fetch
+from samsa.broker.apis.group_admin import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
+from samsa.broker.apis.heartbeat import handle_heartbeat, handle_leave_group
 from samsa.broker.apis.init_producer_id import handle_init_producer_id
+from samsa.broker.apis.join_group import handle_join_group
 from samsa.broker.apis.list_offsets import handle_list_offsets
 from samsa.broker.apis.metadata import handle_metadata
+from samsa.broker.apis.offset_commit import handle_offset_commit
+from samsa.broker.apis.offset_fetch import handle_offset_fetch
 from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from samsa.broker.apis.produce import handle_produce
 from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.sync_group import handle_sync_group
 from samsa.broker.apis.versions import API_VERSIONS_KEY, SERVED
 from samsa.broker.log import LogManager
 from samsa.broker.meta_properties import load_or_create_meta_properties
@@ -45,7 +55,15 @@ HANDLERS: Mapping[int, Handler] = {
     1: handle_fetch,
     2: handle_list_offsets,
     3: handle_metadata,
+    8: handle_offset_commit,
+    9: handle_offset_fetch,
     10: handle_find_coordinator,
+    11: handle_join_group,
+    12: handle_heartbeat,
+    13: handle_leave_group,
+    14: handle_sync_group,
+    15: handle_describe_groups,
+    16: handle_list_groups,
     18: handle_api_versions,
     19: handle_create_topics,
     20: handle_delete_topics,
@@ -54,6 +72,7 @@ HANDLERS: Mapping[int, Handler] = {
     23: handle_offset_for_leader_epoch,
     32: handle_describe_configs,
     37: handle_create_partitions,
+    42: handle_delete_groups,
     60: handle_describe_cluster,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"

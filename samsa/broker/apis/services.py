@@ -10,6 +10,7 @@ from typing import Any
 
 from samsa.broker.apis.context import BrokerNode
 from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.group import GroupCoordinator
 from samsa.broker.log import Log, LogManager, TopicInfo
 from samsa.broker.log.config import resolve_broker_config
 from samsa.broker.purgatory import Purgatory
@@ -49,6 +50,10 @@ class BrokerServices:
         self.config: dict[str, Any] = {**HANDLER_DEFAULTS, **resolve_broker_config(given)}
         self.producer_ids = producer_ids
         self.fetch_purgatory = Purgatory("fetch")
+        # Loads groups and offsets from __consumer_offsets; its appends wake parked fetches.
+        self.groups = GroupCoordinator(log_manager, self.config,
+                                       on_append=lambda t, p: self.fetch_purgatory
+                                       .check_and_complete((t, p)))
 
     # -- settings -------------------------------------------------------------------------------
 
@@ -89,6 +94,7 @@ class BrokerServices:
             return self.logs.topic(name)
 
     def close(self) -> None:
+        self.groups.close()
         self.fetch_purgatory.close()
 
 

@@ -20,7 +20,15 @@ ADVERTISED: Mapping[int, tuple[int, int]] = MappingProxyType({
     1: (4, 12),    # Fetch
     2: (1, 9),     # ListOffsets
     3: (0, 12),    # Metadata
-    10: (0, 6),    # FindCoordinator (this node; group APIs come later)
+    8: (2, 9),     # OffsetCommit (librdkafka <= 2.11.0 needs 1..2 to overlap)
+    9: (1, 9),     # OffsetFetch (librdkafka <= 2.11.0 needs v1)
+    10: (0, 6),    # FindCoordinator (this node)
+    11: (0, 9),    # JoinGroup (librdkafka <= 2.11.0 needs v0 for balanced consumers)
+    12: (0, 4),    # Heartbeat
+    13: (0, 5),    # LeaveGroup
+    14: (0, 5),    # SyncGroup
+    15: (0, 5),    # DescribeGroups
+    16: (0, 5),    # ListGroups
     18: (0, 4),    # ApiVersions
     19: (2, 7),    # CreateTopics
     20: (1, 6),    # DeleteTopics
@@ -29,6 +37,7 @@ ADVERTISED: Mapping[int, tuple[int, int]] = MappingProxyType({
     23: (2, 4),    # OffsetForLeaderEpoch
     32: (1, 4),    # DescribeConfigs
     37: (0, 3),    # CreatePartitions
+    42: (0, 2),    # DeleteGroups
     60: (0, 1),    # DescribeCluster
 })
 

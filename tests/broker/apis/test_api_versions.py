@@ -6,9 +6,10 @@ from samsa.broker.apis import ADVERTISED, SERVED
 from samsa.protocol import APIS, ApiVersionsRequest, MetadataRequest, ProduceRequest
 
 # The table in reference/kafka-protocol-notes.md §1.6, for the APIs implemented so far.
-EXPECTED = {0: (0, 12), 1: (4, 12), 2: (1, 9), 3: (0, 12), 10: (0, 6), 18: (0, 4),
-            19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 32: (1, 4),
-            37: (0, 3), 60: (0, 1)}
+EXPECTED = {0: (0, 12), 1: (4, 12), 2: (1, 9), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6),
+            11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5),
+            18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4),
+            32: (1, 4), 37: (0, 3), 42: (0, 2), 60: (0, 1)}
 
 
 def _ranges(response) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
@@ -36,6 +37,9 @@ def test_librdkafka_2_0_2_feature_checks_pass(client: Any) -> None:
     assert has(0, 0) and has(0, 3) and has(0, 7)  # compression, MsgVer2, zstd
     assert has(1, 4) and has(1, 10)  # MsgVer2, zstd
     assert has(10, 0)  # BrokerGroupCoordinator, LZ4
+    # BrokerBalancedConsumer: OffsetCommit 1..2, OffsetFetch 1, JoinGroup/SyncGroup/Heartbeat/
+    # LeaveGroup 0.
+    assert has(8, 2) and has(9, 1) and all(has(k, 0) for k in (11, 12, 13, 14))
     assert has(22, 0)  # IdempotentProducer
     assert has(2, 1)  # OffsetTime
     assert has(18, 0)  # ApiVersion
@@ -72,7 +76,8 @@ def test_unserved_versions_close_the_connection(client: Any) -> None:
 
 
 def test_unknown_api_key_closes_the_connection(client: Any) -> None:
-    from samsa.protocol import JoinGroupRequest  # group APIs are not served yet
+    from samsa.protocol import EndTxnRequest  # transactions are not served yet
 
-    ctx = client.send(JoinGroupRequest(group_id="g", protocol_type="consumer", protocols=[]), 5)
+    ctx = client.send(EndTxnRequest(transactional_id="t", producer_id=1, producer_epoch=0,
+                                    committed=True), 1)
     assert ctx.outcome == "close"

@@ -1,0 +1,59 @@
+"""OffsetFetch (key 9), versions 1-9: a group's committed positions.
+
+v2+ ``topics=null`` asks for every partition the group committed; v8+ asks for several groups
+at once.  A partition with no commit answers offset -1 with no error (the client then applies
+auto.offset.reset).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.services import BrokerServices
+from samsa.broker.group import OffsetAndMetadata
+from samsa.protocol import OffsetFetchResponse
+
+PartitionOffsets = list[tuple[int, OffsetAndMetadata | None]]
+
+
+def _lookup(services: BrokerServices, group_id: str,
+            topics: Any) -> tuple[int, list[tuple[str, PartitionOffsets]]]:
+    """(group error, [(topic, [(partition, committed or None)])]) in request order."""
+    wanted = None if topics is None else [
+        (t.name, p) for t in topics for p in t.partition_indexes]
+    error, found = services.groups.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, PartitionOffsets] = {}
+    for (topic, partition), committed in found.items():
+        by_topic.setdefault(topic, []).append((partition, committed))
+    return error, list(by_topic.items())
+
+
+def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> OffsetFetchResponse:
+    version = ctx.header.request_api_version
+    req = ctx.body
+    if version >= 8:
+        groups = []
+        for g in req.groups:
+            error, topics = _lookup(services, g.group_id, g.topics)
+            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=g.group_id, error_code=error, topics=[
+                    OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                        OffsetFetchResponse.OffsetFetchResponsePartitions(
+                            partition_index=p, committed_offset=c.offset if c else -1,
+                            committed_leader_epoch=c.leader_epoch if c else -1,
+                            metadata=c.metadata if c else "", error_code=0)
+                        for p, c in parts])
+                    for name, parts in topics]))
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    topics_requested = req.topics if version >= 2 else (req.topics or [])
+    error, topics = _lookup(services, req.group_id, topics_requested)
+    return OffsetFetchResponse(
+        throttle_time_ms=0, error_code=error if version >= 2 else 0, topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=p, committed_offset=c.offset if c else -1,
+                    committed_leader_epoch=(c.leader_epoch if c else -1) if version >= 5 else -1,
+                    metadata=c.metadata if c else "", error_code=0)
+                for p, c in parts])
+            for name, parts in topics])
