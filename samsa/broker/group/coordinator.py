@@ -64,7 +64,6 @@ from samsa.broker.group.records import (
 from samsa.broker.group.store import GroupStore
 from samsa.broker.group.timer import KeyedTimer
 from samsa.broker.log import LogManager
-from samsa.protocol import ProtocolDecodeError
 from samsa.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -82,6 +81,7 @@ from samsa.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
+from samsa.protocol import ProtocolDecodeError
 
 log = logging.getLogger(__name__)
 
