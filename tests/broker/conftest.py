@@ -175,8 +175,8 @@ class BrokerProcess:
                 "--log-level", "WARNING"]
         for key, value in self.config.items():
             args += ["--config", f"{key}={value}"]
-        stderr = open(self.data_dir.parent / f"broker-{self.data_dir.name}-{self.starts}.err",
-                      "w")
+        stderr_path = self.data_dir.parent / f"broker-{self.data_dir.name}-{self.starts}.err"
+        stderr = stderr_path.open("w")
         # The broker may be restarted before the old port leaves TIME_WAIT: it sets
         # SO_REUSEADDR, but retry a few times in case the port is still held.
         deadline = time.monotonic() + timeout
