@@ -52,7 +52,9 @@ def make_producer(cluster: MockCluster, **extra: object) -> KafkaProducer:
     return KafkaProducer(config)
 
 
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dict[int, list[tuple[bytes | None, bytes]]]:
+def read_back(
+    bootstrap: str, topic: str, partitions: int, expected: int, deadline_s: float = DEADLINE_S
+) -> dict[int, list[tuple[bytes | None, bytes]]]:
     """Every record of the topic, per partition in offset order (reads until ``expected``)."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
@@ -65,7 +67,7 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dic
         consumer.assign([CKTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         out: dict[int, list[tuple[bytes | None, bytes]]] = {p: [] for p in range(partitions)}
         got = 0
-        deadline = time.monotonic() + DEADLINE_S
+        deadline = time.monotonic() + deadline_s
         idle_polls = 0
         while time.monotonic() < deadline:
             messages = consumer.consume(10000, timeout=0.5)
