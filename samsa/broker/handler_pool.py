@@ -8,9 +8,29 @@ import threading
 
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 
-__all__ = ["RequestHandlerPool"]
+__all__ = ["RequestHandlerPool", "run_next_on_this_thread"]
 
 log = logging.getLogger("samsa.broker.handler")
+
+
+class _ThreadState(threading.local):
+    in_pool = False
+    next: RequestContext | None = None
+
+
+_state = _ThreadState()
+
+
+def run_next_on_this_thread(ctx: RequestContext) -> bool:
+    """Called on a handler thread that just finished a request whose connection has another
+    one waiting: keep it on this thread, to run when the current dispatch returns, instead of
+    a round trip through the queue and a wakeup of another thread.  False when not on a handler
+    thread (or one continuation is already held); the caller queues it then."""
+    state = _state
+    if not state.in_pool or state.next is not None:
+        return False
+    state.next = ctx
+    return True
 
 
 class RequestHandlerPool:
@@ -31,10 +51,16 @@ class RequestHandlerPool:
     def _run(self) -> None:
         channel = self._channel
         dispatcher = self._dispatcher
+        state = _state
+        state.in_pool = True
         while True:
-            ctx = channel.get()
+            ctx = state.next
             if ctx is None:
-                return
+                ctx = channel.get()
+                if ctx is None:
+                    return
+            else:
+                state.next = None
             try:
                 dispatcher(ctx)
             except Exception as exc:  # noqa: BLE001 - a handler bug must not kill the thread

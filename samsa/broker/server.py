@@ -93,11 +93,18 @@ class Broker:
                                    rack=self.config["broker.rack"])
             self.apis = apis_factory(self.log_manager, node=self.node, config=self.config,
                                      cluster_id=self.cluster_id, data_dir=self.data_dir)
+        except BaseException:
+            self.log_manager.close()
+            raise
+        try:
             self.socket_server = SocketServer.from_config(
                 self.config, self.apis.handle, self._bind.host, self._bind.port,
                 api_versions_range=_advertised_api_versions())
         except BaseException:
-            self.log_manager.close()
+            try:
+                self.apis.close()
+            finally:
+                self.log_manager.close()
             raise
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from typing import Any
 
+from samsa.broker.handler_pool import run_next_on_this_thread
 from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
 from samsa.broker.request_channel import RequestChannel, RequestContext
 from samsa.errors import UnsupportedVersionError
@@ -310,9 +311,11 @@ class Processor:
 
     def _enqueue(self, ctx: RequestContext) -> None:
         if not self._on_thread():
-            # A handler thread starting a connection's next request must never block on a
-            # full queue (all handlers could end up waiting on each other): the processor
-            # does the blocking put instead.
+            # A handler thread starting a connection's next request runs it itself when it
+            # can; it must never block on a full queue (all handlers could end up waiting on
+            # each other): the processor does the blocking put instead.
+            if run_next_on_this_thread(ctx):
+                return
             try:
                 self._channel.put_nowait(ctx)
             except queue.Full:
