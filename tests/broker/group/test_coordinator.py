@@ -1,0 +1,422 @@
+"""The classic group state machine, driven directly through GroupCoordinator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from samsa.broker.group import GroupState, PartitionCommit
+from samsa.broker.group import coordinator as coordinator_module
+from samsa.broker.group.store import GROUP_METADATA_TOPIC
+
+from .conftest import Harness, eventually, join_request, sync_request
+
+MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION = 79, 27, 22
+UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL = 25, 82, 23
+
+
+def state(h: Harness, group: str = "g") -> GroupState:
+    return h.coordinator.groups[group].state
+
+
+# -- JoinGroup ------------------------------------------------------------------------------------
+
+
+def test_member_id_required_handshake_then_first_generation(harness: Harness) -> None:
+    first = harness.join(join_request(client_id="app")).wait()
+    assert first.error_code == MEMBER_ID_REQUIRED
+    assert first.member_id.startswith("app-") and len(first.member_id) == len("app-") + 36
+    assert state(harness) == GroupState.EMPTY  # a pending member does not start a rebalance
+    joined = harness.join(join_request(member_id=first.member_id)).wait()
+    assert joined.error_code == 0
+    assert joined.generation_id == 1 and joined.leader == first.member_id
+    assert joined.protocol_name == "range" and joined.protocol_type == "consumer"
+    assert joined.members == [(first.member_id, None, b"m")]
+    assert state(harness) == GroupState.COMPLETING_REBALANCE
+
+
+def test_old_clients_join_without_the_handshake(harness: Harness) -> None:
+    joined = harness.join(join_request(v4=False)).wait()
+    assert joined.error_code == 0 and joined.generation_id == 1 and joined.member_id
+
+
+def test_unknown_member_id_of_an_unknown_group(harness: Harness) -> None:
+    result = harness.join(join_request(member_id="nobody")).wait()
+    assert result.error_code == UNKNOWN_MEMBER_ID
+
+
+def test_session_timeout_bounds(make_harness: Any) -> None:
+    h = make_harness({"group.min.session.timeout.ms": 6000, "group.max.session.timeout.ms": 9000})
+    assert h.join(join_request(session_ms=5999)).wait().error_code == 26
+    assert h.join(join_request(session_ms=9001)).wait().error_code == 26
+    assert h.join(join_request(session_ms=6000)).wait().error_code == MEMBER_ID_REQUIRED
+
+
+def test_empty_group_id_is_invalid(harness: Harness) -> None:
+    assert harness.join(join_request(group="")).wait().error_code == 24
+
+
+def test_second_member_parks_until_the_first_rejoins(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    b_join = harness.join_new()
+    assert not b_join.done  # parked: A has not rejoined yet
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+    assert harness.coordinator.heartbeat("g", 1, a.member_id) == REBALANCE_IN_PROGRESS
+    a_join = harness.join(join_request(member_id=a.member_id))
+    a2, b2 = a_join.wait(), b_join.wait()
+    assert a2.generation_id == b2.generation_id == 2
+    assert a2.leader == b2.leader == a.member_id  # the leader rejoined: kept
+    assert {m[0] for m in a2.members} == {a.member_id, b2.member_id}
+    assert b2.members == []  # only the leader gets the member list
+
+
+def test_protocol_chosen_by_votes_among_common_protocols(harness: Harness) -> None:
+    a = harness.join_new(protocols=[("roundrobin", b"a"), ("range", b"a")])
+    a_first = a.wait()
+    assert a_first.protocol_name == "roundrobin"
+    b = harness.join_new(protocols=[("range", b"b"), ("sticky", b"b"), ("roundrobin", b"b")])
+    c = harness.join_new(protocols=[("range", b"c"), ("roundrobin", b"c")])
+    a_again = harness.join(join_request(member_id=a_first.member_id,
+                                        protocols=[("roundrobin", b"a"), ("range", b"a")]))
+    results = [a_again.wait(), b.wait(), c.wait()]
+    # Candidates: range and roundrobin; votes: roundrobin 1, range 2.
+    assert {r.protocol_name for r in results} == {"range"}
+    # The leader (A, which rejoined) sees each member's metadata for the chosen protocol.
+    assert results[0].leader == a_first.member_id
+    assert sorted(m[2] for m in results[0].members) == [b"a", b"b", b"c"]
+
+
+def test_inconsistent_group_protocol(harness: Harness) -> None:
+    harness.stable_group(members=1)
+    assert harness.join(join_request(protocols=[("other", b"")])).wait().error_code == \
+        INCONSISTENT_GROUP_PROTOCOL
+    assert harness.join(join_request(protocol_type="connect")).wait().error_code == \
+        INCONSISTENT_GROUP_PROTOCOL
+    assert harness.join(join_request(group="h", protocols=[])).wait().error_code == \
+        INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_members_that_do_not_rejoin_are_dropped_after_the_rebalance_timeout(
+        harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    # A third member joins with a short rebalance timeout; the follower never rejoins.
+    c = harness.join_new(rebalance_ms=50)
+    harness.join(join_request(member_id=leader.member_id, rebalance_ms=50))
+    # The group's rebalance timeout is the largest of its members' (30 s for the follower):
+    # the follower leaving is what lets it complete here.
+    assert not c.done
+    harness.coordinator.leave_group("g", [(follower.member_id, None)])
+    result = c.wait()
+    assert result.generation_id == 3
+
+
+def test_rebalance_timeout_removes_laggards(harness: Harness) -> None:
+    a = harness.join_new(rebalance_ms=100).wait()
+    harness.sync(sync_request("g", 1, a.member_id)).wait()
+    b = harness.join_new(rebalance_ms=100)
+    result = b.wait()  # A never rejoins: dropped when the 100 ms rebalance timeout passes
+    assert result.generation_id == 2 and result.leader == result.member_id
+    assert list(harness.coordinator.groups["g"].members) == [result.member_id]
+    assert harness.coordinator.heartbeat("g", 2, a.member_id) == UNKNOWN_MEMBER_ID
+
+
+def test_initial_rebalance_delay_collects_members(make_harness: Any) -> None:
+    h = make_harness({"group.initial.rebalance.delay.ms": 300})
+    answers = [h.join_new() for _ in range(3)]
+    results = [a.wait() for a in answers]
+    assert {r.generation_id for r in results} == {1}
+    assert len(next(r for r in results if r.leader == r.member_id).members) == 3
+
+
+def test_rejoin_during_completing_rebalance_repeats_the_answer(harness: Harness) -> None:
+    first = harness.join_new().wait()
+    again = harness.join(join_request(member_id=first.member_id)).wait()
+    assert (again.generation_id, again.leader, again.members) == \
+        (first.generation_id, first.leader, first.members)
+
+
+def test_follower_rejoin_while_stable_without_changes(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    again = harness.join(join_request(member_id=follower.member_id)).wait()
+    assert again.generation_id == 2 and again.members == []
+    assert state(harness) == GroupState.STABLE
+    # New metadata forces a rebalance.
+    changed = harness.join(join_request(member_id=follower.member_id,
+                                        protocols=[("range", b"new")]))
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+    harness.join(join_request(member_id=leader.member_id))
+    assert changed.wait().generation_id == 3
+
+
+# -- SyncGroup ------------------------------------------------------------------------------------
+
+
+def test_followers_wait_for_the_leaders_assignment(harness: Harness) -> None:
+    b = harness.join_new()
+    first_b = b.wait()
+    a = harness.join_new()
+    # B was alone in generation 1; A's join started generation 2, which waits for B.
+    harness.join(join_request(member_id=first_b.member_id))
+    ra = a.wait()
+    leader_id = ra.leader
+    follower_id = ra.member_id if ra.member_id != leader_id else first_b.member_id
+    follower_sync = harness.sync(sync_request("g", ra.generation_id, follower_id))
+    assert not follower_sync.done
+    leader_sync = harness.sync(sync_request("g", ra.generation_id, leader_id,
+                                            {follower_id: b"for-follower"}))
+    assert follower_sync.wait().assignment == b"for-follower"
+    assert leader_sync.wait().assignment == b""  # no assignment given: empty
+    assert follower_sync.value.protocol_name == "range"
+    assert state(harness) == GroupState.STABLE
+    # Stable: a repeated sync answers the stored assignment at once.
+    again = harness.sync(sync_request("g", ra.generation_id, follower_id)).wait()
+    assert again.assignment == b"for-follower"
+
+
+def test_sync_errors(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    assert harness.sync(sync_request("nope", 1, a.member_id)).wait().error_code == \
+        UNKNOWN_MEMBER_ID
+    assert harness.sync(sync_request("g", 1, "stranger")).wait().error_code == UNKNOWN_MEMBER_ID
+    assert harness.sync(sync_request("g", 7, a.member_id)).wait().error_code == \
+        ILLEGAL_GENERATION
+    wrong = sync_request("g", 1, a.member_id)
+    wrong.protocol_name = "roundrobin"
+    assert harness.sync(wrong).wait().error_code == INCONSISTENT_GROUP_PROTOCOL
+    harness.join_new()  # starts a rebalance
+    assert harness.sync(sync_request("g", 1, a.member_id)).wait().error_code == \
+        REBALANCE_IN_PROGRESS
+
+
+def test_a_new_rebalance_answers_parked_syncs(harness: Harness) -> None:
+    b = harness.join_new().wait()
+    a = harness.join_new()
+    harness.join(join_request(member_id=b.member_id))
+    gen2 = a.wait()
+    follower = b.member_id if gen2.leader != b.member_id else gen2.member_id
+    parked = harness.sync(sync_request("g", 2, follower))
+    harness.join_new()  # a third member arrives before the leader synced
+    assert parked.wait().error_code == REBALANCE_IN_PROGRESS
+
+
+# -- Heartbeat, sessions, LeaveGroup -------------------------------------------------------------
+
+
+def test_heartbeat_answers(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    hb = harness.coordinator.heartbeat
+    assert hb("g", 1, a.member_id) == 0
+    assert hb("g", 0, a.member_id) == ILLEGAL_GENERATION
+    assert hb("g", 1, "stranger") == UNKNOWN_MEMBER_ID
+    assert hb("unknown-group", 1, a.member_id) == UNKNOWN_MEMBER_ID
+
+
+def test_session_expiry_removes_the_member_and_rebalances(harness: Harness) -> None:
+    a = harness.join_new(session_ms=200).wait()
+    harness.sync(sync_request("g", 1, a.member_id)).wait()
+    b = harness.join_new()
+    # A never heartbeats nor rejoins: its session ends and B's rebalance completes without it.
+    result = b.wait()
+    assert result.generation_id == 2 and result.leader == result.member_id
+    assert a.member_id not in harness.coordinator.groups["g"].members
+
+
+def test_last_session_expiry_empties_the_group(harness: Harness) -> None:
+    a = harness.join_new(session_ms=100).wait()
+    harness.sync(sync_request("g", 1, a.member_id)).wait()
+    eventually(lambda: state(harness) == GroupState.EMPTY)
+    assert harness.coordinator.groups["g"].generation_id == 2
+
+
+def test_pending_members_expire(harness: Harness) -> None:
+    first = harness.join(join_request(session_ms=50)).wait()
+    assert first.error_code == MEMBER_ID_REQUIRED
+    eventually(lambda: not harness.coordinator.groups["g"].pending_members)
+    late = harness.join(join_request(member_id=first.member_id)).wait()
+    assert late.error_code == UNKNOWN_MEMBER_ID
+
+
+def test_leave_group_rebalances_and_empties(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    error, errors = harness.coordinator.leave_group("g", [(leader.member_id, None),
+                                                          ("stranger", None)])
+    assert (error, errors) == (0, [0, UNKNOWN_MEMBER_ID])
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+    rejoined = harness.join(join_request(member_id=follower.member_id)).wait()
+    assert rejoined.generation_id == 3 and rejoined.leader == follower.member_id
+    harness.sync(sync_request("g", 3, follower.member_id)).wait()
+    assert harness.coordinator.leave_group("g", [(follower.member_id, None)]) == (0, [0])
+    assert state(harness) == GroupState.EMPTY
+    assert harness.coordinator.leave_group("nope", [("x", None)])[0] == UNKNOWN_MEMBER_ID
+
+
+# -- static membership ---------------------------------------------------------------------------
+
+
+def test_static_member_rejoins_without_a_rebalance(harness: Harness) -> None:
+    a = harness.join(join_request(instance_id="node-a", client_id="c")).wait()
+    assert a.error_code == 0  # static members skip MEMBER_ID_REQUIRED
+    assert a.member_id.startswith("node-a-")
+    b = harness.join(join_request(instance_id="node-b"))
+    harness.join(join_request(member_id=a.member_id, instance_id="node-a"))
+    b1 = b.wait()
+    assert b1.generation_id == 2
+    leader = b1.leader
+    follower = b1.member_id if leader != b1.member_id else a.member_id
+    harness.sync(sync_request("g", 2, leader, {follower: b"F", leader: b"L"},
+                              instance_id="node-a" if leader == a.member_id else "node-b"))
+    eventually(lambda: state(harness) == GroupState.STABLE)
+    # node-b restarts: same instance id, no member id, same protocols.
+    again = harness.join(join_request(instance_id="node-b")).wait()
+    assert again.error_code == 0 and again.generation_id == 2
+    assert again.member_id != b1.member_id
+    assert state(harness) == GroupState.STABLE
+    synced = harness.sync(sync_request("g", 2, again.member_id, instance_id="node-b")).wait()
+    assert synced.assignment == (b"F" if b1.member_id == follower else b"L")
+    # The old instance is fenced.
+    assert harness.coordinator.heartbeat("g", 2, b1.member_id, "node-b") == FENCED_INSTANCE_ID
+    assert harness.coordinator.heartbeat("g", 2, again.member_id, "node-b") == 0
+
+
+def test_static_member_with_new_protocols_triggers_a_rebalance(harness: Harness) -> None:
+    a = harness.join(join_request(instance_id="i", protocols=[("range", b"")])).wait()
+    harness.sync(sync_request("g", 1, a.member_id, instance_id="i")).wait()
+    # Still supports range (so it may join), but now prefers roundrobin: the choice changes.
+    again = harness.join(join_request(instance_id="i", protocols=[("roundrobin", b""),
+                                                                  ("range", b"")]))
+    assert again.wait().generation_id == 2
+    assert again.value.protocol_name == "roundrobin"
+
+
+# -- offsets --------------------------------------------------------------------------------------
+
+
+def commit(topic: str, partition: int, offset: int, metadata: str | None = "",
+           epoch: int = -1) -> PartitionCommit:
+    return PartitionCommit(topic, partition, offset, epoch, metadata)
+
+
+@pytest.fixture
+def topic(harness: Harness) -> str:
+    harness.logs.create_topic("t", 3)
+    return "t"
+
+
+def test_standalone_commit_and_fetch(harness: Harness, topic: str) -> None:
+    c = harness.coordinator
+    assert c.commit_offsets("solo", -1, "", None, [commit(topic, 0, 10, "m", 3),
+                                                    commit(topic, 1, 20)]) == [0, 0]
+    error, found = c.fetch_offsets("solo", [(topic, 0), (topic, 2)])
+    assert error == 0
+    assert found[(topic, 0)] is not None and found[(topic, 0)].offset == 10
+    assert found[(topic, 0)].metadata == "m" and found[(topic, 0)].leader_epoch == 3
+    assert found[(topic, 2)] is None
+    assert sorted(c.fetch_offsets("solo", None)[1]) == [(topic, 0), (topic, 1)]
+    assert c.fetch_offsets("never", None) == (0, {})
+
+
+def test_commit_checks(harness: Harness, topic: str) -> None:
+    c = harness.coordinator
+    assert c.commit_offsets("g", 1, "m", None, [commit(topic, 0, 1)]) == [ILLEGAL_GENERATION]
+    assert c.commit_offsets("g", 1, "m", None, [commit(topic, 0, 1)], api_version=9) == [69]
+    assert c.commit_offsets("s", -1, "", None, [commit(topic, 0, 1, "x" * 4097),
+                                                commit("missing", 0, 1),
+                                                commit(topic, 7, 1),
+                                                commit(topic, 2, 5)]) == [12, 3, 3, 0]
+    (a,) = harness.stable_group(members=1)
+    assert c.commit_offsets("g", 1, a.member_id, None, [commit(topic, 0, 5)]) == [0]
+    assert c.commit_offsets("g", 0, a.member_id, None, [commit(topic, 0, 5)]) == \
+        [ILLEGAL_GENERATION]
+    assert c.commit_offsets("g", 1, "other", None, [commit(topic, 0, 5)]) == [UNKNOWN_MEMBER_ID]
+    assert c.commit_offsets("g", -1, "", None, [commit(topic, 0, 5)]) == [UNKNOWN_MEMBER_ID]
+    # During PreparingRebalance the current generation may still commit ...
+    b = harness.join_new()
+    assert c.commit_offsets("g", 1, a.member_id, None, [commit(topic, 0, 6)]) == [0]
+    # ... but not during CompletingRebalance.
+    harness.join(join_request(member_id=a.member_id))
+    b.wait()
+    assert state(harness) == GroupState.COMPLETING_REBALANCE
+    assert c.commit_offsets("g", 2, a.member_id, None, [commit(topic, 0, 7)]) == \
+        [REBALANCE_IN_PROGRESS]
+    assert c.fetch_offsets("g", [(topic, 0)])[1][(topic, 0)].offset == 6  # type: ignore[union-attr]
+
+
+# -- durability and admin ------------------------------------------------------------------------
+
+
+def test_offsets_and_groups_survive_a_restart(harness: Harness, topic: str) -> None:
+    leader, follower = harness.stable_group(members=2)
+    c = harness.coordinator
+    assert c.commit_offsets("g", 2, leader.member_id, None,
+                            [commit(topic, 0, 42, "meta", 5)]) == [0]
+    assert c.commit_offsets("solo", -1, "", None, [commit(topic, 1, 7)]) == [0]
+    assert c.commit_offsets("solo", -1, "", None, [commit(topic, 1, 8)]) == [0]
+    c = harness.restart()
+    found = c.fetch_offsets("g", [(topic, 0)])[1][(topic, 0)]
+    assert found is not None and (found.offset, found.metadata, found.leader_epoch) == \
+        (42, "meta", 5)
+    assert c.fetch_offsets("solo", [(topic, 1)])[1][(topic, 1)].offset == 8  # type: ignore[union-attr]
+    group = c.groups["g"]
+    assert group.state == GroupState.STABLE and group.generation_id == 2
+    assert set(group.members) == {leader.member_id, follower.member_id}
+    assert group.leader_id == leader.member_id
+    # Members carry on with their generation: heartbeats and commits still work.
+    assert c.heartbeat("g", 2, follower.member_id) == 0
+    assert c.commit_offsets("g", 2, follower.member_id, None, [commit(topic, 2, 1)]) == [0]
+    synced = harness.sync(sync_request("g", 2, follower.member_id)).wait()
+    assert synced.assignment == follower.member_id.encode()
+    assert {o.group_id for o in c.list_groups()} == {"g", "solo"}
+
+
+def test_restored_members_expire_without_heartbeats(harness: Harness) -> None:
+    a = harness.join_new(session_ms=100).wait()
+    harness.sync(sync_request("g", 1, a.member_id)).wait()
+    c = harness.restart()
+    eventually(lambda: c.groups["g"].state == GroupState.EMPTY)
+
+
+def test_describe_list_and_delete_groups(harness: Harness, topic: str) -> None:
+    c = harness.coordinator
+    (a,) = harness.stable_group(members=1)
+    c.commit_offsets("empty", -1, "", None, [commit(topic, 0, 3)])
+    d = c.describe_group("g")
+    assert (d.state, d.protocol_type, d.protocol) == ("Stable", "consumer", "range")
+    assert d.members == [(a.member_id, None, "client", "/127.0.0.1", b"m",
+                          a.member_id.encode())]
+    assert c.describe_group("nope").state == "Dead"
+    assert {(g.group_id, g.state) for g in c.list_groups()} == {("g", "Stable"),
+                                                                ("empty", "Empty")}
+    assert [g.group_id for g in c.list_groups(["empty"])] == ["empty"]
+    assert c.delete_groups(["g", "nope", "", "empty"]) == [68, 69, 24, 0]
+    assert "empty" not in c.groups
+    c = harness.restart()
+    assert "empty" not in c.groups
+    assert c.fetch_offsets("empty", None) == (0, {})
+
+
+def test_group_records_go_to_the_group_partition(harness: Harness, topic: str) -> None:
+    from samsa.broker.group import partition_for
+
+    harness.coordinator.commit_offsets("solo", -1, "", None, [commit(topic, 0, 1)])
+    part = partition_for("solo", 3)
+    plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
+    assert plog.log_end_offset == 1
+    assert harness.logs.topic(GROUP_METADATA_TOPIC).configs["cleanup.policy"] == "compact"  # type: ignore[union-attr]
+
+
+def test_start_up_rewrites_a_long_history(harness: Harness, topic: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
+    for i in range(50):
+        harness.coordinator.commit_offsets("solo", -1, "", None, [commit(topic, 0, i)])
+    from samsa.broker.group import partition_for
+
+    plog = harness.logs.get_log(GROUP_METADATA_TOPIC, partition_for("solo", 3))
+    plog.roll()
+    c = harness.restart()
+    plog = harness.logs.get_log(GROUP_METADATA_TOPIC, partition_for("solo", 3))
+    assert plog.log_start_offset == 50 and plog.log_end_offset == 51
+    assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
+    c = harness.restart()
+    assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
