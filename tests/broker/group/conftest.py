@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from samsa.broker.group import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
+from samsa.broker.group import (
+    GroupCoordinator,
+    JoinRequest,
+    JoinResult,
+    SyncRequest,
+)
 from samsa.broker.log import LogManager
 
 FAST = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 3,
