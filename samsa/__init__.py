@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["KafkaProducer", "RecordMetadata", "__version__"]
+__all__ = ["KafkaConsumer", "KafkaProducer", "RecordMetadata", "__version__"]
 
 
 def __getattr__(name: str) -> object:
@@ -11,4 +11,8 @@ def __getattr__(name: str) -> object:
         from samsa.producer import producer
 
         return getattr(producer, name)
+    if name == "KafkaConsumer":
+        from samsa.consumer.consumer import KafkaConsumer
+
+        return KafkaConsumer
     raise AttributeError(f"module 'samsa' has no attribute {name!r}")

@@ -1,0 +1,17 @@
+"""The consumer: KafkaConsumer, Fetcher, SubscriptionState, group coordinator client, assignors."""
+
+from samsa.consumer.consumer import KafkaConsumer
+from samsa.consumer.errors import CommitFailedError, ConsumerClosedError, NoOffsetForPartitionError
+from samsa.consumer.records import (
+    ConsumerRecord,
+    ConsumerRecords,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+)
+from samsa.net.cluster import TopicPartition
+
+__all__ = [
+    "CommitFailedError", "ConsumerClosedError", "ConsumerRecord", "ConsumerRecords",
+    "KafkaConsumer", "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetAndTimestamp",
+    "TopicPartition",
+]

@@ -1,0 +1,136 @@
+"""The consumer's settings: Kafka's names and defaults (4.x Java consumer).
+
+``ConsumerConfig(config_dict, **kwargs)`` parses and validates (see :mod:`samsa.config`);
+read values as ``cfg["fetch.min.bytes"]`` or ``cfg.fetch_min_bytes``.  Cross-checks, as Java's
+``ConsumerConfig``/``KafkaConsumer``:
+
+* ``client.id`` defaults to ``consumer-<group>-N`` (``consumer-N`` without a group).
+* ``enable.auto.commit`` is forced off without a ``group.id`` (an explicit ``true`` is an error).
+* ``heartbeat.interval.ms`` must be below ``session.timeout.ms``.
+* ``partition.assignment.strategy`` names: ``range``, ``roundrobin``, ``cooperative-sticky``
+  (Java class names are accepted too).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from samsa.config import Config, ConfigDef, ConfigEntry, Type, ValidChoice, at_least
+from samsa.consumer.deserializers import DESERIALIZER_ALIASES
+from samsa.errors import ConfigError
+
+__all__ = ["ASSIGNOR_NAMES", "CONSUMER_CONFIG", "ConsumerConfig"]
+
+_INT_MAX = 2**31 - 1
+_client_ids = itertools.count(1)
+
+ASSIGNOR_NAMES: dict[str, str] = {
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "cooperative-sticky": "cooperative-sticky",
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+
+
+def _entries() -> list[ConfigEntry]:
+    E = ConfigEntry
+    pos = at_least(0)
+    return [
+        E("bootstrap.servers", Type.LIST, [], None, "host:port pairs used to discover the cluster."),
+        E("client.id", Type.STRING, "", None, "Name sent with every request (default consumer-<group>-N)."),
+        E("client.rack", Type.STRING, "", None, "Rack of this consumer (sent in subscriptions)."),
+        E("group.id", Type.STRING, None, None, "Consumer group; needed for subscribe() and commits."),
+        E("group.instance.id", Type.STRING, None, None, "Static membership id (KIP-345)."),
+        E("group.protocol", Type.STRING, "classic", ValidChoice(("classic",), case_insensitive=True),
+          "Only the classic group protocol is implemented."),
+        E("auto.offset.reset", Type.STRING, "latest",
+          ValidChoice(("latest", "earliest", "none"), case_insensitive=True),
+          "Where to start without a valid position: latest, earliest, or none (raise)."),
+        E("enable.auto.commit", Type.BOOLEAN, True, None, "Commit positions in the background."),
+        E("auto.commit.interval.ms", Type.INT, 5000, pos, "How often to auto-commit."),
+        E("fetch.min.bytes", Type.INT, 1, pos, "Least data the broker should return for a fetch."),
+        E("fetch.max.bytes", Type.INT, 52428800, pos, "Most data returned by one fetch."),
+        E("fetch.max.wait.ms", Type.INT, 500, pos, "How long the broker may wait for fetch.min.bytes."),
+        E("max.partition.fetch.bytes", Type.INT, 1048576, pos, "Most data per partition in one fetch."),
+        E("max.poll.records", Type.INT, 500, at_least(1), "Most records one poll() returns."),
+        E("max.poll.interval.ms", Type.INT, 300000, at_least(1),
+          "Longest allowed gap between poll() calls before the consumer leaves its group."),
+        E("session.timeout.ms", Type.INT, 45000, pos, "Group session timeout."),
+        E("heartbeat.interval.ms", Type.INT, 3000, pos, "Time between group heartbeats."),
+        E("isolation.level", Type.STRING, "read_uncommitted",
+          ValidChoice(("read_uncommitted", "read_committed"), case_insensitive=True),
+          "read_committed hides aborted transactional records."),
+        E("check.crcs", Type.BOOLEAN, True, None, "Verify the CRC of every fetched batch."),
+        E("partition.assignment.strategy", Type.LIST, ["range", "cooperative-sticky"], None,
+          "Assignors in preference order: range, roundrobin, cooperative-sticky."),
+        E("key.deserializer", Type.CLASS, None, None, "Turns key bytes into objects (default: bytes).",
+          aliases=DESERIALIZER_ALIASES),
+        E("value.deserializer", Type.CLASS, None, None,
+          "Turns value bytes into objects (default: bytes).", aliases=DESERIALIZER_ALIASES),
+        E("exclude.internal.topics", Type.BOOLEAN, True, None,
+          "Pattern subscriptions skip internal topics."),
+        E("allow.auto.create.topics", Type.BOOLEAN, True, None,
+          "Ask the broker to create subscribed topics that do not exist."),
+        E("request.timeout.ms", Type.INT, 30000, pos, "How long to wait for a response."),
+        E("default.api.timeout.ms", Type.INT, 60000, pos, "Timeout of blocking calls without one."),
+        E("retry.backoff.ms", Type.LONG, 100, pos, "First wait before retrying a failed request."),
+        E("retry.backoff.max.ms", Type.LONG, 1000, pos, "Upper bound of the retry backoff."),
+        E("reconnect.backoff.ms", Type.LONG, 50, pos, "First wait before reconnecting."),
+        E("reconnect.backoff.max.ms", Type.LONG, 1000, pos, "Upper bound of the reconnect backoff."),
+        E("socket.connection.setup.timeout.ms", Type.LONG, 10000, None, "Connect timeout."),
+        E("socket.connection.setup.timeout.max.ms", Type.LONG, 30000, None, "Connect timeout bound."),
+        E("metadata.max.age.ms", Type.LONG, 300000, pos, "Refresh metadata at least this often."),
+        E("connections.max.idle.ms", Type.LONG, 540000, None, "Close connections idle this long."),
+        E("send.buffer.bytes", Type.INT, 131072, at_least(-1), "SO_SNDBUF (-1: OS default)."),
+        E("receive.buffer.bytes", Type.INT, 65536, at_least(-1), "SO_RCVBUF (-1: OS default)."),
+        E("client.dns.lookup", Type.STRING, "use_all_dns_ips",
+          ValidChoice(("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+          "How bootstrap host names are resolved."),
+        E("interceptor.classes", Type.LIST, [], None, "Consumer interceptors (not implemented).",
+          item_type=Type.CLASS),
+        E("security.protocol", Type.STRING, "PLAINTEXT",
+          ValidChoice(("PLAINTEXT",), case_insensitive=True), "Only PLAINTEXT is supported."),
+    ]
+
+
+CONSUMER_CONFIG = ConfigDef("consumer", _entries())
+
+
+class ConsumerConfig(Config):
+    DEFINITION = CONSUMER_CONFIG
+
+    def _post_process(self) -> None:
+        group = self["group.id"]
+        if group == "":
+            self._set("group.id", None)
+            group = None
+        if not self["client.id"]:
+            n = next(_client_ids)
+            self._set("client.id", f"consumer-{group}-{n}" if group else f"consumer-{n}")
+        if group is None and self["enable.auto.commit"]:
+            if self.is_set("enable.auto.commit"):
+                raise ConfigError("enable.auto.commit",
+                                  "true needs a group.id; set group.id or turn auto commit off")
+            self._set("enable.auto.commit", False)
+        if self["heartbeat.interval.ms"] >= self["session.timeout.ms"]:
+            raise ConfigError("heartbeat.interval.ms",
+                              f"{self['heartbeat.interval.ms']} must be below session.timeout.ms "
+                              f"({self['session.timeout.ms']})")
+        strategies: list[str] = []
+        for item in self["partition.assignment.strategy"]:
+            name = item if isinstance(item, str) else getattr(item, "name", None)
+            canonical = ASSIGNOR_NAMES.get(str(name).strip()) if name else None
+            if canonical is None:
+                raise ConfigError("partition.assignment.strategy",
+                                  f"{item!r} is not one of range, roundrobin, cooperative-sticky")
+            strategies.append(canonical)
+        if not strategies:
+            raise ConfigError("partition.assignment.strategy", "needs at least one assignor")
+        self._set("partition.assignment.strategy", strategies)
+        self._set("auto.offset.reset", self["auto.offset.reset"].lower())
+        self._set("isolation.level", self["isolation.level"].lower())
+
+

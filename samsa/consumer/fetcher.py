@@ -1,0 +1,506 @@
+"""Fetcher: FetchRequests per leader, parsing of fetched batches, offset resets.
+
+Flow, as Java's ``Fetcher``/``AbstractFetch``:
+
+* ``send_fetches`` builds one FetchRequest (v4-12; session id 0, i.e. full fetches) per leader
+  for the fetchable partitions that have no buffered data and no fetch in flight to their
+  leader.  The consumer calls it again right after handing records to the application, so the
+  next response is on its way while they are processed (prefetch).
+* A response becomes one ``CompletedFetch`` per partition with data; errors are handled at
+  once (OFFSET_OUT_OF_RANGE -> reset per auto.offset.reset; leadership errors -> metadata
+  refresh; others are raised from the next poll).
+* ``fetched_records(n)`` drains CompletedFetches lazily: batches are CRC-checked and
+  decompressed by :mod:`samsa.records` only when reached, control batches are skipped and,
+  under read_committed, so are batches of aborted transactions (AbortedTransactions list).
+  A CompletedFetch whose fetch offset no longer matches the position (seek, reassignment) is
+  dropped.
+* ``reset_offsets`` sends ListOffsets (earliest -2 / latest -1) for partitions with a
+  pending reset; ``list_offsets`` is the blocking variant behind offsets_for_times and
+  beginning/end_offsets.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from itertools import islice
+from typing import Any
+
+from samsa.consumer.config import ConsumerConfig
+from samsa.consumer.deserializers import DeserializeFn
+from samsa.consumer.errors import NoOffsetForPartitionError
+from samsa.consumer.records import ConsumerRecord
+from samsa.consumer.subscription import SubscriptionState
+from samsa.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    for_code,
+)
+from samsa.net import ClientRequest, ClientResponse, NetworkClient
+from samsa.net.cluster import Node, TopicPartition
+from samsa.protocol import FetchRequest, ListOffsetsRequest
+from samsa.records import AnyBatch, ControlRecordType, iter_batches
+
+__all__ = ["CompletedFetch", "Fetcher", "EARLIEST", "LATEST"]
+
+log = logging.getLogger(__name__)
+
+EARLIEST = -2
+LATEST = -1
+FETCH_MIN_VERSION, FETCH_MAX_VERSION = 4, 12  # v13+ needs topic ids
+LIST_OFFSETS_MIN_VERSION, LIST_OFFSETS_MAX_VERSION = 1, 7
+_new = tuple.__new__
+# Errors after which the partition's leader must be looked up again.
+_METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not leader, replica n/a,
+#                                              fenced/unknown leader epoch, unknown topic id
+
+
+class CompletedFetch:
+    """One partition's data from one fetch response, consumed in pieces by poll()."""
+
+    __slots__ = ("_aborted", "_aborted_pids", "_batch", "_batches", "_records", "check_crcs",
+                 "fetch_offset", "next_offset", "read_committed", "tp", "leader_epoch")
+
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data: Any, check_crcs: bool,
+                 read_committed: bool, aborted: list[Any] | None) -> None:
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self.next_offset = fetch_offset
+        self.check_crcs = check_crcs
+        self.read_committed = read_committed
+        self._batches: Iterator[AnyBatch] | None = iter_batches(data, check_crcs)
+        self._batch: AnyBatch | None = None
+        self._records: Iterator[Any] | None = None
+        self.leader_epoch: int | None = None
+        self._aborted: list[tuple[int, int]] = []
+        self._aborted_pids: set[int] = set()
+        if read_committed and aborted:
+            self._aborted = [(a.first_offset, a.producer_id) for a in aborted]
+            heapq.heapify(self._aborted)
+
+    @property
+    def consumed(self) -> bool:
+        return self._batches is None
+
+    def _next_batch(self) -> AnyBatch | None:
+        batches = self._batches
+        assert batches is not None
+        for batch in batches:
+            if batch.next_offset <= self.next_offset:
+                continue  # already returned (a fetch from inside a batch, compaction)
+            if self.read_committed and batch.is_transactional:
+                aborted = self._aborted
+                while aborted and aborted[0][0] <= batch.last_offset:
+                    self._aborted_pids.add(heapq.heappop(aborted)[1])
+                pid = batch.producer_id
+                if batch.is_control:
+                    marker = batch.control_marker()
+                    if marker is not None and marker.type == ControlRecordType.ABORT:
+                        self._aborted_pids.discard(pid)
+                    self.next_offset = batch.next_offset
+                    continue
+                if pid in self._aborted_pids:
+                    self.next_offset = batch.next_offset
+                    continue
+            if batch.is_control:
+                self.next_offset = batch.next_offset
+                continue
+            epoch = batch.partition_leader_epoch
+            self.leader_epoch = epoch if epoch >= 0 else None
+            return batch
+        self._batches = None
+        return None
+
+    def take(self, max_records: int, key_fn: DeserializeFn | None,
+             value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records from the current position on."""
+        out: list[ConsumerRecord] = []
+        topic, partition = self.tp
+        cls = ConsumerRecord
+        while len(out) < max_records and self._batches is not None:
+            records = self._records
+            if records is None:
+                batch = self._next_batch()
+                if batch is None:
+                    break
+                self._batch = batch
+                records = iter(batch)
+                if batch.base_offset < self.next_offset:
+                    start = self.next_offset
+                    records = (r for r in records if r[0] >= start)
+                self._records = records
+            epoch = self.leader_epoch
+            want = max_records - len(out)
+            if key_fn is None and value_fn is None:
+                chunk = [
+                    _new(cls, (topic, partition, r[0], r[1], r[5], r[2], r[3], r[4],
+                               -1 if r[2] is None else len(r[2]),
+                               -1 if r[3] is None else len(r[3]), epoch))
+                    for r in islice(records, want)
+                ]
+            else:
+                kf = key_fn or _identity
+                vf = value_fn or _identity
+                chunk = [
+                    _new(cls, (topic, partition, r[0], r[1], r[5], kf(topic, r[2]),
+                               vf(topic, r[3]), r[4],
+                               -1 if r[2] is None else len(r[2]),
+                               -1 if r[3] is None else len(r[3]), epoch))
+                    for r in islice(records, want)
+                ]
+            if chunk:
+                out += chunk
+                self.next_offset = chunk[-1][2] + 1
+            if len(chunk) < want:  # batch exhausted
+                assert self._batch is not None
+                self.next_offset = max(self.next_offset, self._batch.next_offset)
+                self._records = None
+                self._batch = None
+        return out
+
+    def drain(self) -> None:
+        self._batches = None
+        self._records = None
+
+
+def _identity(topic: str, data: Any) -> Any:
+    return data
+
+
+class Fetcher:
+    def __init__(self, client: NetworkClient, subscriptions: SubscriptionState,
+                 config: ConsumerConfig, lock: threading.RLock) -> None:
+        self.client = client
+        self.metadata = client.metadata
+        self.subscriptions = subscriptions
+        self.lock = lock
+        self.min_bytes = config["fetch.min.bytes"]
+        self.max_bytes = config["fetch.max.bytes"]
+        self.max_wait_ms = config["fetch.max.wait.ms"]
+        self.partition_max_bytes = config["max.partition.fetch.bytes"]
+        self.check_crcs = config["check.crcs"]
+        self.read_committed = config["isolation.level"] == "read_committed"
+        self.isolation_level = 1 if self.read_committed else 0
+        self.request_timeout_ms = config["request.timeout.ms"]
+        self.retry_backoff_ms = config["retry.backoff.ms"]
+        self.client_rack = config["client.rack"]
+        self.key_fn: DeserializeFn | None = None
+        self.value_fn: DeserializeFn | None = None
+        self.completed: deque[CompletedFetch] = deque()
+        self._current: CompletedFetch | None = None
+        self._fetch_nodes: set[int] = set()  # nodes with a fetch in flight
+        self._pending_error: KafkaError | None = None
+        self._reset_in_flight: set[TopicPartition] = set()
+        self._reset_retry_at = 0.0
+
+    # -- fetch requests ---------------------------------------------------------------------
+
+    def _buffered(self) -> set[TopicPartition]:
+        tps = {cf.tp for cf in self.completed}
+        if self._current is not None and not self._current.consumed:
+            tps.add(self._current.tp)
+        return tps
+
+    def send_fetches(self, now: float) -> int:
+        """Send a FetchRequest to each leader that has fetchable partitions; returns how many."""
+        subs = self.subscriptions
+        cluster = self.metadata.fetch()
+        buffered = self._buffered()
+        by_node: dict[int, tuple[Node, dict[str, list[Any]]]] = {}
+        positions: dict[TopicPartition, int] = {}
+        need_metadata = False
+        for tp in subs.fetchable_partitions():
+            if tp in buffered:
+                continue
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                need_metadata = True
+                continue
+            if leader.id in self._fetch_nodes:
+                continue
+            st = subs.assignment[tp]
+            entry = by_node.get(leader.id)
+            if entry is None:
+                entry = by_node[leader.id] = (leader, {})
+            info = cluster.partition(tp)
+            epoch = info.leader_epoch if info is not None else -1
+            assert st.position is not None
+            entry[1].setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                partition=tp.partition, current_leader_epoch=epoch,
+                fetch_offset=st.position, log_start_offset=-1,
+                partition_max_bytes=self.partition_max_bytes))
+            positions[tp] = st.position
+        if need_metadata:
+            self.metadata.request_update()
+        sent = 0
+        for node_id, (node, topics) in by_node.items():
+            if not self.client.ready(node, now):
+                continue
+            request = FetchRequest(
+                replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
+                max_bytes=self.max_bytes, isolation_level=self.isolation_level,
+                session_id=0, session_epoch=-1,
+                topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in topics.items()],
+                forgotten_topics_data=[], rack_id=self.client_rack)
+            context = (positions, subs.assignment_id)
+            self.client.send(ClientRequest(
+                node, request, callback=self._on_fetch_response, created_ms=now,
+                min_version=FETCH_MIN_VERSION, max_version=FETCH_MAX_VERSION,
+                request_timeout_ms=self.request_timeout_ms + self.max_wait_ms,
+                context=context), now)
+            self._fetch_nodes.add(node_id)
+            sent += 1
+        return sent
+
+    def in_flight(self) -> bool:
+        return bool(self._fetch_nodes)
+
+    def _on_fetch_response(self, response: ClientResponse) -> None:
+        self._fetch_nodes.discard(response.destination)
+        body = response.body
+        if body is None:  # disconnected / timed out / version mismatch
+            if response.version_mismatch is not None:
+                self._pending_error = response.version_mismatch
+            else:
+                self.metadata.request_update()
+            return
+        positions, assignment_id = response.request.context
+        if body.error_code:
+            log.warning("fetch from node %s failed: %s", response.destination,
+                        for_code(body.error_code)())
+            return
+        subs = self.subscriptions
+        stale = assignment_id != subs.assignment_id
+        for topic_data in body.responses:
+            topic = topic_data.topic
+            for p in topic_data.partitions:
+                tp = TopicPartition(topic, p.partition_index)
+                fetch_offset = positions.get(tp)
+                st = subs.assignment.get(tp)
+                if fetch_offset is None or st is None or st.position != fetch_offset:
+                    continue  # seeked or reassigned meanwhile
+                code = p.error_code
+                if code == 0:
+                    st.high_watermark = p.high_watermark
+                    if p.last_stable_offset >= 0:
+                        st.last_stable_offset = p.last_stable_offset
+                    if p.log_start_offset >= 0:
+                        st.log_start_offset = p.log_start_offset
+                    records = p.records
+                    if records:
+                        self.completed.append(CompletedFetch(
+                            tp, fetch_offset, records, self.check_crcs, self.read_committed,
+                            p.aborted_transactions))
+                elif code == OffsetOutOfRangeError.code:
+                    if subs.default_reset == "none" or stale:
+                        self._pending_error = OffsetOutOfRangeError(
+                            f"fetch offset {fetch_offset} is out of range for {tp} and "
+                            "auto.offset.reset=none; seek() to a valid offset")
+                    else:
+                        log.info("offset %d out of range for %s; resetting to %s",
+                                 fetch_offset, tp, subs.default_reset)
+                        subs.request_reset(tp)
+                elif code in _METADATA_ERRORS:
+                    self.metadata.request_update()
+                else:
+                    self._pending_error = for_code(code)(f"fetching {tp} at offset {fetch_offset}")
+
+    # -- handing records out ----------------------------------------------------------------
+
+    def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        if self._pending_error is not None:
+            err, self._pending_error = self._pending_error, None
+            raise err
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        remaining = max_records
+        subs = self.subscriptions
+        while remaining > 0:
+            cf = self._current
+            if cf is None or cf.consumed:
+                if not self.completed:
+                    self._current = None
+                    break
+                cf = self._current = self.completed.popleft()
+            st = subs.assignment.get(cf.tp)
+            if st is None or st.paused or st.position != cf.next_offset:
+                if st is not None and st.paused and st.position == cf.next_offset:
+                    # Keep it for resume(); look at other partitions meanwhile.
+                    self.completed.append(cf)
+                    self._current = None
+                    if all(subs.assignment.get(c.tp) is None or subs.assignment[c.tp].paused
+                           for c in self.completed):
+                        break
+                    continue
+                cf.drain()
+                continue
+            records = cf.take(remaining, self.key_fn, self.value_fn)
+            st.position = cf.next_offset
+            if cf.leader_epoch is not None:
+                st.leader_epoch = cf.leader_epoch
+            if records:
+                if cf.tp in out:
+                    out[cf.tp] += records
+                else:
+                    out[cf.tp] = records
+                remaining -= len(records)
+        return out
+
+    def has_buffered(self) -> bool:
+        return bool(self.completed) or (self._current is not None and not self._current.consumed)
+
+    def clear_buffered(self, keep: Callable[[TopicPartition], bool] | None = None) -> None:
+        if keep is None:
+            self.completed.clear()
+            self._current = None
+            return
+        self.completed = deque(cf for cf in self.completed if keep(cf.tp))
+        if self._current is not None and not keep(self._current.tp):
+            self._current = None
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def reset_offsets(self, now: float) -> None:
+        """Send ListOffsets for partitions awaiting a reset (answers set their positions)."""
+        subs = self.subscriptions
+        todo = [tp for tp in subs.partitions_needing_reset() if tp not in self._reset_in_flight]
+        if not todo or now < self._reset_retry_at:
+            return
+        for tp in todo:
+            if subs.assignment[tp].reset_strategy == "none":
+                raise NoOffsetForPartitionError(
+                    f"no committed offset for {tp} and auto.offset.reset=none; seek() first")
+        cluster = self.metadata.fetch()
+        by_node: dict[int, tuple[Node, dict[TopicPartition, int]]] = {}
+        for tp in todo:
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                self.metadata.request_update()
+                continue
+            ts = EARLIEST if subs.assignment[tp].reset_strategy == "earliest" else LATEST
+            by_node.setdefault(leader.id, (leader, {}))[1][tp] = ts
+        for node, stamps in by_node.values():
+            if not self.client.ready(node, now):
+                continue
+            self._reset_in_flight.update(stamps)
+            self.client.send(ClientRequest(
+                node, self._list_offsets_request(stamps), callback=self._on_reset_response,
+                created_ms=now, min_version=LIST_OFFSETS_MIN_VERSION,
+                max_version=LIST_OFFSETS_MAX_VERSION, context=stamps), now)
+
+    def _list_offsets_request(self, stamps: dict[TopicPartition, int]) -> Any:
+        topics: dict[str, list[Any]] = {}
+        cluster = self.metadata.fetch()
+        for tp, ts in stamps.items():
+            info = cluster.partition(tp)
+            topics.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=tp.partition, timestamp=ts,
+                current_leader_epoch=info.leader_epoch if info is not None else -1))
+        return ListOffsetsRequest(
+            replica_id=-1, isolation_level=self.isolation_level,
+            topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
+                    for t, p in topics.items()], timeout_ms=self.request_timeout_ms)
+
+    def _on_reset_response(self, response: ClientResponse) -> None:
+        stamps: dict[TopicPartition, int] = response.request.context
+        self._reset_in_flight.difference_update(stamps)
+        if response.body is None:
+            self.metadata.request_update()
+            self._reset_retry_at = response.received_ms + self.retry_backoff_ms
+            return
+        subs = self.subscriptions
+        for t in response.body.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                st = subs.assignment.get(tp)
+                if st is None or st.reset_strategy is None:
+                    continue
+                if p.error_code:
+                    if p.error_code in _METADATA_ERRORS:
+                        self.metadata.request_update()
+                    else:
+                        log.warning("offset reset of %s failed: %s", tp,
+                                    for_code(p.error_code)())
+                    self._reset_retry_at = response.received_ms + self.retry_backoff_ms
+                    continue
+                want = EARLIEST if st.reset_strategy == "earliest" else LATEST
+                if stamps.get(tp) != want:
+                    continue  # the strategy changed while the request was in flight
+                st.seek(p.offset, p.leader_epoch if p.leader_epoch >= 0 else None)
+
+    def list_offsets(self, stamps: dict[TopicPartition, int], timeout_ms: float
+                     ) -> dict[TopicPartition, tuple[int, int, int | None] | None]:
+        """Blocking ListOffsets: tp -> (offset, timestamp, leader epoch), None if no such offset.
+
+        Retries leadership errors after a metadata refresh until ``timeout_ms``.
+        """
+        client = self.client
+        clock = client._clock
+        deadline = clock() + timeout_ms
+        result: dict[TopicPartition, tuple[int, int, int | None] | None] = {}
+        todo = dict(stamps)
+        topics = {tp.topic for tp in todo}
+        while todo:
+            now = clock()
+            if now >= deadline:
+                raise KafkaTimeoutError(f"offsets of {sorted(map(str, todo))}", timeout_ms)
+            cluster = self.metadata.fetch()
+            missing = [t for t in topics if not cluster.partitions_for_topic(t)]
+            by_node: dict[int, tuple[Node, dict[TopicPartition, int]]] = {}
+            for tp, ts in todo.items():
+                leader = cluster.leader_for(tp)
+                if leader is not None:
+                    by_node.setdefault(leader.id, (leader, {}))[1][tp] = ts
+            if missing or len(by_node) == 0 or sum(len(s) for _, s in by_node.values()) < len(todo):
+                for t in missing:
+                    self.metadata.maybe_throw_for_topic(t)
+                    self.metadata.add(t, now)
+                version = self.metadata.request_update()
+                self._await_metadata(version, deadline)
+                continue
+            retry = False
+            for node, part in by_node.values():
+                try:
+                    body = _send_and_wait(client, node, self._list_offsets_request(part),
+                                          deadline - clock())
+                except KafkaConnectionError:
+                    retry = True
+                    continue
+                for t in body.topics:
+                    for p in t.partitions:
+                        tp = TopicPartition(t.name, p.partition_index)
+                        if tp not in todo:
+                            continue
+                        if p.error_code == 0:
+                            result[tp] = None if p.offset < 0 else (
+                                p.offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
+                            del todo[tp]
+                        elif p.error_code in _METADATA_ERRORS:
+                            retry = True
+                        else:
+                            raise for_code(p.error_code)(f"listing offsets of {tp}")
+            if retry and todo:
+                version = self.metadata.request_update()
+                self._await_metadata(version, deadline)
+        return result
+
+    def _await_metadata(self, version: int, deadline: float) -> None:
+        client = self.client
+        clock = client._clock
+        while self.metadata.update_version <= version:
+            now = clock()
+            if now >= deadline:
+                raise KafkaTimeoutError("a metadata update", None)
+            client.poll(min(deadline - now, 100), now)
+
+
+def _send_and_wait(client: NetworkClient, node: Node, request: Any, timeout_ms: float) -> Any:
+    from samsa.net import send_and_wait
+
+    return send_and_wait(client, node, request, max(timeout_ms, 1),
+                         min_version=LIST_OFFSETS_MIN_VERSION,
+                         max_version=LIST_OFFSETS_MAX_VERSION)
