@@ -85,7 +85,7 @@ class TestApis:
             elif "close" in names:
                 ctx.close_connection()
             elif "delay" in names:
-                threading.Timer(0.05, ctx.respond, (response,)).start()
+                threading.Timer(0.01, ctx.respond, (response,)).start()
             else:
                 ctx.respond(response)
         elif key == 0:
@@ -524,3 +524,15 @@ def test_port_zero_binds_an_ephemeral_port() -> None:
     port = server.bind()
     assert port > 0 and server.port == port
     server.stop()
+
+
+def test_full_request_queue_applies_backpressure_without_deadlock(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, _ = start_server(queued_max_requests=1, num_io_threads=2, num_network_threads=2)
+    clients = [Client(server.port) for _ in range(8)]
+    for n, client in enumerate(clients):
+        client.sock.sendall(b"".join(
+            encode_request(metadata("delay" if i == 10 else f"q{n}-{i}"), 1, i, "c")
+            for i in range(40)))
+    for client in clients:
+        assert [client.receive(3, 1)[0] for _ in range(40)] == list(range(40))

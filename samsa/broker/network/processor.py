@@ -117,12 +117,15 @@ class Processor:
             pass  # already full of wakeups, or closed at shutdown
 
     def _drain_wakeups(self) -> None:
-        self._wake_pending = False  # before draining: a later post must wake us again
         try:
             while self._wake_r.recv(4096):
                 pass
         except (BlockingIOError, OSError):
             pass
+        # Only now: a post that found the flag set appended its command before looking, and
+        # commands are run after this; clearing before draining could swallow a later post's
+        # byte and leave the flag set with nothing left to wake us.
+        self._wake_pending = False
 
     # -- the loop -------------------------------------------------------------------------------
 
