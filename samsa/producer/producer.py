@@ -50,6 +50,11 @@ log = logging.getLogger(__name__)
 
 HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str | None]] | None
 
+# A v2 batch header plus a record's varints at their widest (estimate_size_upper_bound).
+_RECORD_OVERHEAD_UPPER_BOUND = estimate_size_upper_bound(None, None)
+# How often send() tells Metadata a topic is still in use (metadata.max.idle.ms is >= 5 s).
+_TOPIC_TOUCH_INTERVAL_MS = 1000
+
 # Bumped in every forked child; a producer remembers the value it was created with.
 _fork_generation = 0
 
@@ -105,6 +110,11 @@ class KafkaProducer:
         self._total_memory: int = cfg["buffer.memory"]
         self._serialize_key = as_serialize_fn(cfg["key.serializer"])
         self._serialize_value = as_serialize_fn(cfg["value.serializer"])
+        self._raw_keys = cfg["key.serializer"] is None
+        self._raw_values = cfg["value.serializer"] is None
+        self._max_record_size = min(self._max_request_size, self._total_memory)
+        # topic -> (metadata snapshot, partition count, last time it was marked in use)
+        self._known_topics: dict[str, tuple[Any, int, int]] = {}
         partitioner = cfg["partitioner.class"]
         self._partitioner = partitioner() if isinstance(partitioner, type) else partitioner
         self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
@@ -171,18 +181,45 @@ class KafkaProducer:
                 on_delivery = _InterceptorCallback(on_delivery, interceptors)
         try:
             now = monotonic_ms()
-            view, remaining_ms = self._wait_on_metadata(topic, partition, now)
-            key_bytes = self._serialize_key(topic, key)
-            value_bytes = self._serialize_value(topic, value)
-            record_headers = _normalize_headers(headers) if headers else None
+            # Fast path: the topic is known in the current metadata snapshot.
+            cluster = self._metadata.fetch()
+            known = self._known_topics.get(topic)
+            if known is not None and known[0] is cluster and (partition is None or partition < known[1]):
+                view = self._view
+                remaining_ms: float = self._max_block_ms
+                if now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
+                    self._metadata.add(topic, now)  # keeps the topic from expiring
+                    self._known_topics[topic] = (cluster, known[1], now)
+            else:
+                view, remaining_ms = self._wait_on_metadata(topic, partition, now)
+                count = view.partition_count(topic)
+                if count is not None:
+                    self._known_topics[topic] = (view.cluster, count, now)
+            # The default serializer takes bytes as they are; skip the call for them.
+            if self._raw_keys and (key is None or type(key) is bytes):
+                key_bytes = key
+            else:
+                key_bytes = self._serialize_key(topic, key)
+            if self._raw_values and (value is None or type(value) is bytes):
+                value_bytes = value
+            else:
+                value_bytes = self._serialize_value(topic, value)
             if partition is None and self._partitioner is None and (key_bytes is None or self._ignore_keys):
                 chosen = UNKNOWN_PARTITION
             else:
                 chosen = partition_for_record(
                     topic, partition, key_bytes, value_bytes, view, self._partitioner, self._ignore_keys
                 )
-            size = estimate_size_upper_bound(key_bytes, value_bytes, record_headers)
-            if size > self._max_request_size or size > self._total_memory:
+            if headers:
+                record_headers = _normalize_headers(headers)
+                size = estimate_size_upper_bound(key_bytes, value_bytes, record_headers)
+            else:
+                record_headers = None
+                # estimate_size_upper_bound without headers, inlined for the hot path
+                size = _RECORD_OVERHEAD_UPPER_BOUND + (len(key_bytes) if key_bytes is not None else 0) + (
+                    len(value_bytes) if value_bytes is not None else 0
+                )
+            if size > self._max_record_size:
                 self._record_too_large(size)
             if timestamp_ms is None:
                 timestamp_ms = int(time.time() * 1000)
@@ -192,9 +229,7 @@ class KafkaProducer:
             )
             if result.batch_is_full or result.new_batch_created:
                 self._sender.wakeup()
-            future = result.future
-            assert future is not None
-            return future
+            return result.future  # type: ignore[return-value]  # None only with abort_on_new_batch
         except KafkaError as exc:
             if interceptors:
                 interceptors.on_send_error(ProducerRecord(topic, value, key, partition, timestamp_ms, headers),

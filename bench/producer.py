@@ -1,0 +1,229 @@
+"""Producer throughput: samsa vs confluent-kafka, kafka-python and aiokafka, same broker.
+
+    .venv/bin/python bench/producer.py [--num-records N] [--bootstrap-server H:P]
+        [--clients samsa,confluent,kafka-python,aiokafka] [--acks 1,all] [--codecs none,lz4,zstd]
+
+Without --bootstrap-server an embedded samsa Broker is started in this process (auto-created
+topics get --partitions partitions, default 8).  Each
+(client, acks, codec) run happens in its own subprocess, so the CPU seconds reported
+(time.process_time of that process, all its threads) belong to that client alone.  A run sends
+one warm-up record (metadata, connections), then N records of 100-byte values (null keys) to a
+fresh topic and flushes; the clock covers sending plus the final flush.
+
+Prints for each row: the client's linger, batch size and idempotence, records/s, MB/s, CPU
+seconds, and the ratios of samsa's records/s to kafka-python's and to confluent-kafka's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+VALUE_SIZE = 100
+CLIENTS = ("samsa", "confluent", "kafka-python", "aiokafka")
+
+
+def payload(size: int) -> bytes:
+    # Half random, half repeated: compressible like real data, not trivially so.
+    return os.urandom(size // 4).hex().encode()[: size // 2] + b"a" * (size - size // 2)
+
+
+# --- workers (run in a subprocess) ------------------------------------------------------
+
+
+def run_samsa(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    from samsa import KafkaProducer
+
+    config = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec}
+    producer = KafkaProducer(config)
+    value = payload(VALUE_SIZE)
+    producer.send(topic, value).get(timeout=60)
+    cfg = producer.config
+    info = {"linger_ms": cfg["linger.ms"], "batch_size": cfg["batch.size"],
+            "idempotence": cfg["enable.idempotence"]}
+    send = producer.send
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for _ in range(n):
+        send(topic, value)
+    producer.flush()
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    errors = producer.metrics()["record-error-total"]
+    producer.close()
+    return {**info, "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+def run_confluent(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    idempotent = acks == "all"
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec,
+            "linger.ms": 5, "enable.idempotence": idempotent,
+            "queue.buffering.max.messages": 1_000_000}
+    producer = Producer(conf)
+    value = payload(VALUE_SIZE)
+    producer.produce(topic, value)
+    producer.flush(60)
+    errors = 0
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+
+    produce, poll = producer.produce, producer.poll
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                produce(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                poll(0.001)
+    producer.flush()
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    return {"linger_ms": 5, "batch_size": "1000000 (librdkafka default)", "idempotence": idempotent,
+            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    from kafka import KafkaProducer as KPProducer
+
+    producer = KPProducer(bootstrap_servers=bootstrap, acks=-1 if acks == "all" else int(acks),
+                          compression_type=None if codec == "none" else codec,
+                          linger_ms=5, batch_size=16384)
+    value = payload(VALUE_SIZE)
+    producer.send(topic, value).get(timeout=60)
+    idempotent = bool(getattr(producer.config, "get", lambda *_: False)("enable_idempotence", False))
+    send = producer.send
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for _ in range(n):
+        send(topic, value)
+    producer.flush()
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    producer.close()
+    return {"linger_ms": 5, "batch_size": 16384, "idempotence": idempotent,
+            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": 0}
+
+
+def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def main() -> dict[str, Any]:
+        idempotent = acks == "all"
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=-1 if acks == "all" else int(acks),
+                                    compression_type=None if codec == "none" else codec,
+                                    linger_ms=5, max_batch_size=16384, enable_idempotence=idempotent)
+        await producer.start()
+        value = payload(VALUE_SIZE)
+        await producer.send_and_wait(topic, value)
+        send = producer.send
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        futures = []
+        for _ in range(n):
+            futures.append(await send(topic, value))
+        await producer.flush()
+        await asyncio.gather(*futures)
+        t1, cpu1 = time.perf_counter(), time.process_time()
+        await producer.stop()
+        return {"linger_ms": 5, "batch_size": 16384, "idempotence": idempotent,
+                "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": 0}
+
+    return asyncio.run(main())
+
+
+WORKERS = {"samsa": run_samsa, "confluent": run_confluent, "kafka-python": run_kafka_python,
+           "aiokafka": run_aiokafka}
+
+
+# --- driver ------------------------------------------------------------------------------
+
+
+def run_one(client: str, bootstrap: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    topic = f"bench-{client}-{acks}-{codec}-{uuid.uuid4().hex[:6]}"
+    cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", bootstrap,
+           "--topic", topic, "--num-records", str(n), "--acks", acks, "--codecs", codec]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def start_broker(partitions: int) -> tuple[Any, str]:
+    from samsa.broker import Broker
+
+    data_dir = tempfile.mkdtemp(prefix="samsa-bench-")
+    # Topics are auto-created on first use, with this many partitions, for every client alike.
+    broker = Broker(data_dir=data_dir, port=0, config={"num.partitions": partitions})
+    broker.__enter__()
+    return broker, broker.bootstrap_servers
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num-records", "-n", type=int, default=1_000_000)
+    parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--acks", default="1,all")
+    parser.add_argument("--codecs", default="none,lz4,zstd")
+    parser.add_argument("--partitions", type=int, default=8,
+                        help="num.partitions of the embedded broker's auto-created topics (default 8)")
+    parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        result = WORKERS[args.worker](args.bootstrap_server, args.topic, args.num_records, args.acks, args.codecs)
+        print(json.dumps(result))
+        return 0
+
+    broker = None
+    bootstrap = args.bootstrap_server
+    if bootstrap is None:
+        broker, bootstrap = start_broker(args.partitions)
+    clients = [c for c in args.clients.split(",") if c]
+    n = args.num_records
+    mb = n * VALUE_SIZE / (1024 * 1024)
+    where = f"embedded samsa broker at {bootstrap}, {args.partitions} partitions per topic" if broker else bootstrap
+    print(f"{n} records x {VALUE_SIZE} B, null keys, to {where}\n")
+    header = (f"{'client':<13}{'acks':<5}{'codec':<6}{'linger':>7}{'batch':>10}{'idemp':>7}"
+              f"{'rec/s':>11}{'MB/s':>8}{'cpu s':>8}{'vs kp':>7}{'vs ck':>7}")
+    print(header)
+    print("-" * len(header))
+    try:
+        for acks in args.acks.split(","):
+            for codec in args.codecs.split(","):
+                rows: dict[str, dict[str, Any]] = {}
+                for client in clients:
+                    rows[client] = run_one(client, bootstrap, n, acks, codec)
+                base_kp = rows.get("kafka-python", {}).get("seconds")
+                base_ck = rows.get("confluent", {}).get("seconds")
+                for client, r in rows.items():
+                    if "error" in r:
+                        print(f"{client:<13}{acks:<5}{codec:<6}  FAILED: {r['error']}")
+                        continue
+                    rate = n / r["seconds"]
+                    vs_kp = f"{base_kp / r['seconds']:.2f}" if base_kp else "-"
+                    vs_ck = f"{base_ck / r['seconds']:.2f}" if base_ck else "-"
+                    batch = str(r["batch_size"]).split(" ")[0]
+                    print(f"{client:<13}{acks:<5}{codec:<6}{r['linger_ms']:>7}{batch:>10}"
+                          f"{str(bool(r['idempotence'])):>7}{rate:>11.0f}{mb / r['seconds']:>8.2f}"
+                          f"{r['cpu']:>8.2f}{vs_kp:>7}{vs_ck:>7}", flush=True)
+                print()
+    finally:
+        if broker is not None:
+            broker.__exit__(None, None, None)
+    print("vs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's (same acks, codec).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
