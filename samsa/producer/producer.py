@@ -66,6 +66,23 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
+# The Sender is not a daemon thread (queued records get a chance to go out), so a producer
+# never closed would keep the interpreter from exiting.  At exit, before non-daemon threads
+# are joined, such producers are closed, waiting at most this long for their records.
+EXIT_CLOSE_TIMEOUT_S = 30.0
+_open_producers: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
+
+
+def _close_open_producers() -> None:
+    for producer in list(_open_producers):
+        try:
+            producer.close(EXIT_CLOSE_TIMEOUT_S)
+        except Exception:
+            log.exception("Error closing producer %s at exit", producer.client_id)
+
+
+threading._register_atexit(_close_open_producers)  # type: ignore[attr-defined]
+
 
 class ProducerRecord(NamedTuple):
     """What interceptors see and may replace in ``on_send``."""
@@ -146,6 +163,7 @@ class KafkaProducer:
             client_id=self.client_id,
         )
         self._sender.start()
+        _open_producers.add(self)
         # Stop the Sender if the producer is dropped without close().
         self._finalizer = weakref.finalize(self, Sender.initiate_close, self._sender)
         log.debug("Producer %s started", self.client_id)
@@ -317,7 +335,8 @@ class KafkaProducer:
         """Send what is queued and stop, waiting at most ``timeout`` seconds (None: until done).
 
         Records not acknowledged when the time runs out (all of them with ``timeout=0``) fail
-        with ProducerClosedError.  Never blocks much past ``timeout``.
+        with ProducerClosedError.  Never blocks much past ``timeout``.  A producer still open
+        when the interpreter exits is closed with a timeout of EXIT_CLOSE_TIMEOUT_S.
         """
         with self._close_lock:
             if self._closed and not self._sender.is_alive():
@@ -340,6 +359,9 @@ class KafkaProducer:
         elif in_callback:
             sender.force_close()
         self._finalizer.detach()
+        _open_producers.discard(self)
+        if not sender.is_alive():
+            self._metadata.close()
         self._interceptors.close()
         if self._partitioner is not None and hasattr(self._partitioner, "close"):
             try:

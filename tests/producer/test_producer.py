@@ -186,3 +186,19 @@ def test_close_is_idempotent_and_close_from_a_callback_does_not_hang(cluster: Mo
     producer.close()
     producer.close(0)
     assert producer.closed
+
+
+def test_a_producer_never_closed_does_not_keep_the_interpreter_alive(cluster: MockCluster) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from samsa import KafkaProducer\n"
+        f"p = KafkaProducer({{'bootstrap.servers': {cluster.bootstrap_servers!r}, 'linger.ms': 50}})\n"
+        "p.send('exit-topic', b'sent before exit', partition=0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # Closing at exit sent what was queued.
+    [message] = read_one_partition(cluster, "exit-topic", 1)
+    assert message.value() == b"sent before exit"
