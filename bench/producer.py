@@ -151,7 +151,7 @@ def run_one(client: str, bootstrap: str, n: int, acks: str, codec: str) -> dict[
     topic = f"bench-{client}-{acks}-{codec}-{uuid.uuid4().hex[:6]}"
     cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", bootstrap,
            "--topic", topic, "--num-records", str(n), "--acks", acks, "--codecs", codec]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -215,7 +215,7 @@ def main() -> int:
                     vs_ck = f"{base_ck / r['seconds']:.2f}" if base_ck else "-"
                     batch = str(r["batch_size"]).split(" ")[0]
                     print(f"{client:<13}{acks:<5}{codec:<6}{r['linger_ms']:>7}{batch:>10}"
-                          f"{str(bool(r['idempotence'])):>7}{rate:>11.0f}{mb / r['seconds']:>8.2f}"
+                          f"{bool(r['idempotence'])!s:>7}{rate:>11.0f}{mb / r['seconds']:>8.2f}"
                           f"{r['cpu']:>8.2f}{vs_kp:>7}{vs_ck:>7}", flush=True)
                 print()
     finally:

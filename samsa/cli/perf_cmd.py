@@ -59,12 +59,10 @@ class Stats:
         self.latencies.append(latency)
         self.count += 1
         self.total_latency += latency
-        if latency > self.max_latency:
-            self.max_latency = latency
+        self.max_latency = max(self.max_latency, latency)
         self.window_count += 1
         self.window_total_latency += latency
-        if latency > self.window_max_latency:
-            self.window_max_latency = latency
+        self.window_max_latency = max(self.window_max_latency, latency)
         if now - self.window_start >= REPORT_INTERVAL_S:
             self.print_window(now)
 

@@ -48,8 +48,7 @@ class ProducerMetrics:
         with self._lock:
             self.responses_received += 1
             self.request_latency_total_ms += latency_ms
-            if latency_ms > self.request_latency_max_ms:
-                self.request_latency_max_ms = latency_ms
+            self.request_latency_max_ms = max(self.request_latency_max_ms, latency_ms)
 
     def record_success(self, records: int) -> None:
         with self._lock:

@@ -204,6 +204,7 @@ class KafkaProducer:
             known = self._known_topics.get(topic)
             if known is not None and known[0] is cluster and (partition is None or partition < known[1]):
                 view = self._view
+                assert view is not None  # set by the first _wait_on_metadata
                 remaining_ms: float = self._max_block_ms
                 if now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
                     self._metadata.add(topic, now)  # keeps the topic from expiring

@@ -51,7 +51,7 @@ from samsa.net.client import ClientRequest
 from samsa.producer.batch import ProducerBatch, TopicPartition, monotonic_ms
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.transaction_manager import TransactionManager
-from samsa.protocol import InitProducerIdRequest, ProduceRequest  # type: ignore[attr-defined]
+from samsa.protocol import ProduceRequest  # type: ignore[attr-defined]
 
 __all__ = ["Sender"]
 
@@ -68,7 +68,7 @@ class ClusterView:
     """The accumulator's and partitioner's view (``AccumulatorCluster``) of one immutable
     ``samsa.net.cluster.Cluster`` snapshot; answers are cached per snapshot."""
 
-    __slots__ = ("cluster", "_by_node", "_available", "_counts")
+    __slots__ = ("_available", "_by_node", "_counts", "cluster")
 
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
@@ -314,15 +314,10 @@ class Sender(threading.Thread):
         )
 
     def _leader_text(self, tp: TopicPartition) -> str:
-        try:
-            leader = self.metadata.fetch().leader_for(tp)
-        except Exception:
-            leader = None
+        leader = self.metadata.fetch().leader_for(tp)
         if leader is None:
             return "unknown"
-        node_id = getattr(leader, "id", getattr(leader, "node_id", leader))
-        host = getattr(leader, "host", None)
-        return f"broker {node_id} at {host}:{leader.port}" if host else f"broker {node_id}"
+        return f"broker {leader.id} at {leader.host}:{leader.port}"
 
     # --- produce requests -----------------------------------------------------------
 
@@ -396,10 +391,11 @@ class Sender(threading.Thread):
             topic = topic_response.name
             for part in topic_response.partition_responses:
                 tp = TopicPartition(topic, part.index)
-                batch = batches.get(tp)
-                if batch is None:
+                found = batches.get(tp)
+                if found is None:
                     log.warning("Produce response from node %s names %s, which was not in the request", node, tp)
                     continue
+                batch = found
                 seen.add(tp)
                 err: KafkaError | None = None
                 record_errors: dict[int, BaseException] | None = None

@@ -48,7 +48,7 @@ NONE = ProducerIdAndEpoch(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
 class _PartitionEntry:
     """One partition's sequence state under the id/epoch it was last used with."""
 
-    __slots__ = ("producer", "next_sequence", "last_acked", "in_flight")
+    __slots__ = ("in_flight", "last_acked", "next_sequence", "producer")
 
     def __init__(self, producer: ProducerIdAndEpoch) -> None:
         self.producer = producer
@@ -155,7 +155,7 @@ class TransactionManager:
                 self.epoch_bumps += 1
             self._epoch_bump_required = False
             self._bump_refused = False
-            for tp, entry in self._partitions.items():
+            for entry in self._partitions.values():
                 sequence = 0
                 for batch in entry.in_flight:
                     batch.reset_producer_state(producer_id, epoch, sequence)

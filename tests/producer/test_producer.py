@@ -14,7 +14,12 @@ from confluent_kafka import TopicPartition as CKTopicPartition
 
 import samsa
 from samsa import KafkaProducer, RecordMetadata
-from samsa.errors import ConfigError, ForkedClientError, KafkaTimeoutError, RecordTooLargeError
+from samsa.errors import (
+    ConfigError,
+    ForkedClientError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+)
 from samsa.testing.mock_cluster import MockCluster
 
 from .test_producer_mock import DEADLINE_S, FAST
@@ -93,12 +98,16 @@ def test_interceptors_see_sends_and_acknowledgements(cluster: MockCluster) -> No
 
 
 def test_record_size_checks(cluster: MockCluster) -> None:
-    with producer_for(cluster, max_request_size=1000) as producer:
-        with pytest.raises(RecordTooLargeError, match="max.request.size=1000"):
-            producer.send("t", b"x" * 2000)
-    with producer_for(cluster, buffer_memory=1500, batch_size=1000, max_request_size=10_000) as producer:
-        with pytest.raises(RecordTooLargeError, match="buffer.memory=1500"):
-            producer.send("t", b"x" * 2000)
+    with (
+        producer_for(cluster, max_request_size=1000) as producer,
+        pytest.raises(RecordTooLargeError, match="max.request.size=1000"),
+    ):
+        producer.send("t", b"x" * 2000)
+    with (
+        producer_for(cluster, buffer_memory=1500, batch_size=1000, max_request_size=10_000) as producer,
+        pytest.raises(RecordTooLargeError, match="buffer.memory=1500"),
+    ):
+        producer.send("t", b"x" * 2000)
 
 
 def test_partitions_for_and_metrics(cluster: MockCluster) -> None:
@@ -160,7 +169,7 @@ def test_use_after_fork_raises_in_the_child(cluster: MockCluster) -> None:
                 producer.send("t", b"child")
             except ForkedClientError:
                 code = 0
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - any other outcome is a failure
                 code = 2
             os.write(write_fd, bytes([code]))
             os._exit(0)
@@ -197,7 +206,7 @@ def test_a_producer_never_closed_does_not_keep_the_interpreter_alive(cluster: Mo
         f"p = KafkaProducer({{'bootstrap.servers': {cluster.bootstrap_servers!r}, 'linger.ms': 50}})\n"
         "p.send('exit-topic', b'sent before exit', partition=0)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], timeout=60, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", script], check=False, timeout=60, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     # Closing at exit sent what was queued.
     [message] = read_one_partition(cluster, "exit-topic", 1)

@@ -11,7 +11,12 @@ from pathlib import Path
 from samsa import KafkaProducer
 from samsa.broker import Broker
 
-from .test_producer_mock import check_exactly_once_in_order, make_records, read_back, send_all
+from .test_producer_mock import (
+    check_exactly_once_in_order,
+    make_records,
+    read_back,
+    send_all,
+)
 
 NUM_RECORDS = 1_000_000
 PARTITIONS = 8

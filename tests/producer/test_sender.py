@@ -12,10 +12,21 @@ from collections.abc import Iterator
 import pytest
 
 from samsa import KafkaProducer
-from samsa.errors import InvalidRecordError, KafkaTimeoutError, TopicAuthorizationFailedError
+from samsa.errors import (
+    InvalidRecordError,
+    KafkaTimeoutError,
+    TopicAuthorizationFailedError,
+)
 from samsa.testing.mock_cluster import MockCluster
 
-from .test_producer_mock import DEADLINE_S, FAST, check_exactly_once_in_order, make_records, read_back, send_all
+from .test_producer_mock import (
+    DEADLINE_S,
+    FAST,
+    check_exactly_once_in_order,
+    make_records,
+    read_back,
+    send_all,
+)
 
 PRODUCE = 0
 INIT_PRODUCER_ID = 22
