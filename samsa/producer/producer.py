@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from samsa.errors import (
+    ConfigError,
     ForkedClientError,
     KafkaError,
     KafkaTimeoutError,
@@ -118,6 +119,8 @@ class KafkaProducer:
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = cfg = ProducerConfig(config, **kwargs)
+        if not cfg["bootstrap.servers"]:
+            raise ConfigError("bootstrap.servers", "give at least one host:port of a broker, e.g. 127.0.0.1:9092")
         self._fork_generation = _fork_generation
         self._closed = False
         self._close_lock = threading.Lock()

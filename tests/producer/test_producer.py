@@ -58,6 +58,8 @@ def test_exports() -> None:
 def test_unknown_and_invalid_settings_fail_at_construction() -> None:
     with pytest.raises(ConfigError, match="lingr.ms"):
         KafkaProducer({"bootstrap.servers": "127.0.0.1:1", "lingr.ms": 5})
+    with pytest.raises(ConfigError, match="bootstrap.servers"):
+        KafkaProducer()
     with pytest.raises(ConfigError, match="acks"):
         KafkaProducer(bootstrap_servers="127.0.0.1:1", acks="2")
 
