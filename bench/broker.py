@@ -1,0 +1,268 @@
+"""Broker throughput: the samsa broker vs librdkafka's mock cluster, with confluent-kafka clients.
+
+    .venv/bin/python bench/broker.py [--records N] [--fetch-records M] [--profile FILE]
+
+Both brokers run in their own process (``samsa broker`` and ``python -m
+samsa.testing.mock_cluster --brokers 1``) so the client here never shares a GIL with them.
+
+Produce: a confluent-kafka producer sends N records (default 1,000,000) of 100-byte values with
+null keys to a 4-partition topic, acks=1, linger.ms=5, for codecs none and lz4 and batch.size
+16 KiB (Java's default) and 1 MiB (about librdkafka's default); time from the first produce()
+to the end of flush().
+Fetch: M records (default 500,000; the mock keeps only ~5 MiB per partition, so they are spread
+over 16 partitions) are written, then a confluent-kafka consumer assigned to every partition
+reads them all; time from assign() to the last record.
+
+Rows are run ``--repeat`` times (default 3), the two brokers alternating, and the best run is
+kept, so other load on the machine slows both alike.  Prints records/s and MB/s (of values),
+the broker process's CPU share, and samsa/mock ratios.  The goal is samsa
+ingest >= 0.75x the mock's.  ``--profile FILE`` runs the samsa broker under py-spy
+(``pip install py-spy``) and writes FILE: speedscope JSON, a flame graph if FILE ends in
+.svg, collapsed stacks if it ends in .txt.  Only busy samples are kept (no --idle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+VALUE_SIZE = 100
+PRODUCE_PARTITIONS = 4
+FETCH_PARTITIONS = 16
+CODECS = ("none", "lz4")
+# 16 KiB is Java's default batch.size; librdkafka's default (1,000,000) is about the 1 MiB row.
+BATCH_SIZES = (16 * 1024, 1024 * 1024)
+
+
+@dataclass
+class Server:
+    name: str
+    bootstrap: str
+    proc: subprocess.Popen[str]
+
+
+def make_values(count: int = 1024) -> list[bytes]:
+    """Half-random values (hex of random bytes) so compression has something to do."""
+    return [os.urandom(VALUE_SIZE // 2).hex().encode() for _ in range(count)]
+
+
+@contextmanager
+def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
+    cmd = [sys.executable, "-m", "samsa.cli", "broker", "--host", "127.0.0.1", "--port", "0",
+           "--data-dir", data_dir, "--log-level", "WARNING", "--config",
+           f"num.partitions={PRODUCE_PARTITIONS}"]
+    if profile:
+        py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+        fmt = {".svg": "flamegraph", ".txt": "raw"}.get(os.path.splitext(profile)[1], "speedscope")
+        cmd = [py_spy, "record", "--threads", "--rate", "250", "--format", fmt,
+               "-o", profile, "--", *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    while line and not line.startswith("listening on "):
+        line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise RuntimeError("samsa broker did not start")
+    try:
+        yield Server("samsa", line.split()[-1], proc)
+    finally:
+        # SIGINT reaches the broker (py-spy forwards it and then writes its profile).
+        proc.send_signal(signal.SIGINT if profile else signal.SIGTERM)
+        proc.wait(60)
+
+
+@contextmanager
+def mock_cluster(topics: list[tuple[str, int]]) -> Iterator[Server]:
+    cmd = [sys.executable, "-m", "samsa.testing.mock_cluster", "--brokers", "1"]
+    for name, partitions in topics:
+        cmd += ["--topic", f"{name}:{partitions}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    bootstrap = proc.stdout.readline().strip()
+    if not bootstrap:
+        proc.wait(10)
+        raise RuntimeError("mock cluster did not start")
+    try:
+        yield Server("mock", bootstrap, proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def produce(bootstrap: str, topic: str, n: int, codec: str, batch_size: int,
+            values: list[bytes]) -> float:
+    """Seconds to produce and flush ``n`` records."""
+    errors: list[object] = []
+    # Delivery reports only for failures: a Python callback per record would cap the client
+    # well below what either broker can take.
+    config = {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+              "compression.type": codec, "queue.buffering.max.messages": 1_000_000,
+              "queue.buffering.max.kbytes": 1_048_576, "batch.size": batch_size,
+              "delivery.report.only.error": True,
+              "on_delivery": lambda err, msg: errors.append(err)}
+    producer = Producer(config)
+
+    producer.list_topics(topic, timeout=10)  # connect and learn the topic first
+    nv = len(values)
+    start = time.perf_counter()
+    produce_one = producer.produce
+    for i in range(n):
+        while True:
+            try:
+                produce_one(topic, values[i % nv])
+                break
+            except BufferError:
+                producer.poll(0.005)
+        if not i & 0x3FFF:
+            producer.poll(0)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} records undelivered, delivery errors: {errors[:3]}")
+    return elapsed
+
+
+def fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
+    """(records, seconds) to read every record of ``topic`` from the beginning."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
+                         "enable.auto.commit": False, "check.crcs": False})
+    try:
+        expected = 0
+        for p in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            expected += high - low
+        start = time.perf_counter()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        count = 0
+        deadline = time.monotonic() + 300
+        while count < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, 1.0):
+                if msg.error() is None:
+                    count += 1
+        elapsed = time.perf_counter() - start
+    finally:
+        consumer.close()
+    if count < expected:
+        raise RuntimeError(f"read {count} of {expected} records")
+    return count, elapsed
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(30)
+
+
+def produce_row(server: Server, topic: str, n: int, codec: str, batch_size: int,
+                values: list[bytes]) -> tuple[float, float]:
+    """(records/s, broker CPU share) of one produce run."""
+    if server.name == "samsa":
+        create_topic(server.bootstrap, topic, PRODUCE_PARTITIONS)
+    cpu0 = cpu_seconds(server.proc.pid)
+    seconds = produce(server.bootstrap, topic, n, codec, batch_size, values)
+    return n / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds
+
+
+def fetch_row(server: Server, topic: str) -> tuple[float, float]:
+    """(records/s, broker CPU share) of reading ``topic`` from the beginning."""
+    cpu0 = cpu_seconds(server.proc.pid)
+    count, seconds = fetch(server.bootstrap, topic, FETCH_PARTITIONS)
+    return count / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds
+
+
+def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[bytes]
+        ) -> dict[tuple[str, str], tuple[float, float]]:
+    """Best of ``repeat`` runs per row and broker; the brokers alternate run by run, so a busy
+    machine slows both alike."""
+    results: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def keep(label: str, server: Server, row: tuple[float, float]) -> None:
+        print(f"  {server.name:<5} {label}: {row[0]:>10,.0f} records/s "
+              f"(broker CPU {row[1]:.0%})", flush=True)
+        if row[0] > results.get((label, server.name), (0.0, 0.0))[0]:
+            results[(label, server.name)] = row
+
+    for codec in CODECS:
+        for batch_size in BATCH_SIZES:
+            label = f"produce {codec:<4} batch.size={batch_size // 1024} KiB"
+            for r in range(repeat):
+                for server in servers:
+                    topic = f"produce-{codec}-{batch_size}-{r}"
+                    keep(label, server, produce_row(server, topic, n, codec, batch_size, values))
+    for codec in CODECS:
+        topic = f"fetch-{codec}"
+        for server in servers:
+            if server.name == "samsa":
+                create_topic(server.bootstrap, topic, FETCH_PARTITIONS)
+            produce(server.bootstrap, topic, fetch_n, codec, 1024 * 1024, values)
+        label = f"fetch   {codec:<4} ({FETCH_PARTITIONS} partitions)"
+        for _ in range(repeat):
+            for server in servers:
+                keep(label, server, fetch_row(server, topic))
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000, help="records per produce run")
+    parser.add_argument("--fetch-records", type=int, default=500_000,
+                        help="records written then read per fetch run")
+    parser.add_argument("--profile", metavar="FILE", default=None,
+                        help="profile the samsa broker with py-spy into FILE")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row (best is kept)")
+    parser.add_argument("--only", choices=("samsa", "mock"), default=None,
+                        help="benchmark one broker only")
+    args = parser.parse_args()
+
+    values = make_values()
+    topics = [(f"produce-{c}-{b}-{r}", PRODUCE_PARTITIONS)
+              for c in CODECS for b in BATCH_SIZES for r in range(args.repeat)]
+    topics += [(f"fetch-{c}", FETCH_PARTITIONS) for c in CODECS]
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as data_dir, \
+            samsa_broker(data_dir, args.profile) as samsa, mock_cluster(topics) as mock:
+        print(f"samsa broker at {samsa.bootstrap}, mock cluster at {mock.bootstrap}", flush=True)
+        servers = [s for s in (samsa, mock) if args.only in (None, s.name)]
+        results = run(servers, args.records, args.fetch_records, args.repeat, values)
+
+    labels = list(dict.fromkeys(label for label, _ in results))
+    mb = VALUE_SIZE / 1e6
+    print()
+    print(f"{'':<36}{'samsa rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}"
+          f"{'mock rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}{'ratio':>7}")
+    for label in labels:
+        s_rate, s_cpu = results.get((label, "samsa"), (0.0, 0.0))
+        m_rate, m_cpu = results.get((label, "mock"), (0.0, 0.0))
+        ratio = f"{s_rate / m_rate:.2f}x" if s_rate and m_rate else "-"
+        s_cost = s_cpu / s_rate * 1e6 if s_rate else 0.0
+        m_cost = m_cpu / m_rate * 1e6 if m_rate else 0.0
+        print(f"{label:<36}{s_rate:>12,.0f}{s_rate * mb:>7.1f}{s_cpu:>6.0%}{s_cost:>6.2f}"
+              f"{m_rate:>12,.0f}{m_rate * mb:>7.1f}{m_cpu:>6.0%}{m_cost:>6.2f}{ratio:>7}")
+    print("\nCPU = broker process CPU time / wall time (100% = one core); s/M = broker CPU "
+          "seconds per million records.\nTarget: samsa produce >= 0.75x mock.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
