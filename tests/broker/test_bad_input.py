@@ -359,19 +359,11 @@ def test_produce_with_bad_crc_is_corrupt_message(produce: Callable[[bytes | byte
     assert good.error_code == 0
 
 
-# Known broker bug: Log._validate_client_batches (samsa/broker/log/log.py) checks a batch's
-# header and CRC but never walks its records, so a batch whose count/size fields agree with each
-# other but not with the records inside is stored, and every consumer of the partition then
-# fails on it.  Kafka's LogValidator iterates the records (INVALID_RECORD / CORRUPT_MESSAGE).
-RECORDS_NOT_WALKED = pytest.mark.xfail(
-    strict=True, reason="broker stores batches whose records do not match the header "
-                        "(Log._validate_client_batches never walks the records)")
-
-
+# Kafka's LogValidator walks every record of a produced batch, so header fields that agree with
+# each other but not with the records inside are rejected (INVALID_RECORD / CORRUPT_MESSAGE).
 @pytest.mark.usefixtures("check_alive")
 @pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP, Compression.LZ4])
-@pytest.mark.parametrize("consistent_delta", [
-    False, pytest.param(True, marks=RECORDS_NOT_WALKED)])
+@pytest.mark.parametrize("consistent_delta", [False, True])
 def test_batch_claiming_more_records_than_it_holds(produce: Callable[[bytes | bytearray], Any],
                                                    compression: Compression,
                                                    consistent_delta: bool) -> None:
@@ -385,7 +377,6 @@ def test_batch_claiming_more_records_than_it_holds(produce: Callable[[bytes | by
     assert produce(batch).error_code in (CORRUPT_MESSAGE, INVALID_RECORD)
 
 
-@RECORDS_NOT_WALKED
 @pytest.mark.usefixtures("check_alive")
 def test_batch_with_bytes_after_its_records(produce: Callable[[bytes | bytearray], Any]) -> None:
     batch = _records(3)

@@ -47,6 +47,7 @@ from samsa.records import (
     MAGIC_OFFSET,
     MAGIC_V2,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
     BatchHeader,
     Compression,
     ControlRecordType,
@@ -59,6 +60,8 @@ from samsa.records import (
     set_partition_leader_epoch,
     validate_batch,
 )
+from samsa.records.compression import decompress
+from samsa.records.varint import decode_varint
 
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
@@ -102,6 +105,52 @@ class TimestampAndOffset(NamedTuple):
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+_MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key, value, header count
+
+
+def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int, where: str) -> None:
+    """Check that ``data[pos:end]`` holds exactly ``count`` records.
+
+    Kafka's LogValidator iterates every record of a produced batch; this does the part that keeps
+    a lying batch out of the log without decoding record bodies: each record is a zigzag varint
+    length then that many bytes, so following the lengths must land on ``end`` after ``count``
+    records.  Offset deltas are not checked: reaching them means skipping the timestamp varlong
+    of every record, which doubles the cost of this produce hot-path loop.  Raises
+    CorruptRecordError for a record that does not fit, InvalidRecordError for a wrong count or
+    trailing bytes.
+    """
+    index = 0
+    try:
+        while pos < end:
+            # Record length (zigzag varint), one- and two-byte forms inline.
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                b1 = data[pos + 1]
+                if b1 < 0x80:
+                    n = (b & 0x7F) | (b1 << 7)
+                    length = (n >> 1) ^ -(n & 1)
+                    pos += 2
+                else:
+                    length, pos = decode_varint(data, pos)
+            if length < _MIN_RECORD_BODY or pos + length > end:
+                raise CorruptRecordError(
+                    f"{where}: record {index} has length {length}, which does not fit the "
+                    f"{end - pos} bytes left in the batch"
+                )
+            pos += length
+            index += 1
+    except (IndexError, ValueError) as exc:  # a length varint ran off the data or was over-long
+        raise CorruptRecordError(f"{where}: record {index} is malformed ({exc})") from exc
+    if index != count:
+        raise InvalidRecordError(
+            f"{where}: header declares {count} records but the batch holds {index}"
+            + (" (or trailing bytes that do not form records)" if index > count else "")
+        )
 
 
 class Log:
@@ -374,6 +423,18 @@ class Log:
                 raise UnsupportedCompressionTypeError(
                     f"{where}: unknown compression codec {header.attributes & COMPRESSION_CODEC_MASK}"
                 )
+            # Walk the records as Kafka's LogValidator does: the count and size must match them.
+            codec = header.attributes & COMPRESSION_CODEC_MASK
+            start = pos + RECORD_BATCH_OVERHEAD
+            end = pos + header.size
+            if codec == Compression.NONE:
+                _walk_records(buf, start, end, header.records_count, where)
+            else:
+                try:
+                    section = decompress(Compression(codec), memoryview(buf)[start:end])
+                except ValueError as exc:
+                    raise CorruptRecordError(f"{where}: records do not decompress ({exc})") from exc
+                _walk_records(section, 0, len(section), header.records_count, where)
             headers.append((pos, header))
             pos += header.size
         return headers
