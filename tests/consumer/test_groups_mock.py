@@ -1,0 +1,131 @@
+"""Consumer groups against librdkafka's mock cluster: join, commit, committed, rebalance."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from samsa.consumer import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from samsa.testing.mock_cluster import MockCluster
+
+TOPIC = "grp"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[MockCluster]:
+    with MockCluster(3, topics={TOPIC: 4, "mixed": 4}, group_initial_rebalance_delay_ms=0) as mc:
+        p = Producer({"bootstrap.servers": mc.bootstrap_servers})
+        for i in range(400):
+            p.produce(TOPIC, value=f"v{i}".encode(), partition=i % 4)
+        assert p.flush(30) == 0
+        yield mc
+
+
+def conf(mc: MockCluster, group: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": mc.bootstrap_servers, "group.id": group,
+            "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300, **extra}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.assigned: list[list[TopicPartition]] = []
+        self.revoked: list[list[TopicPartition]] = []
+
+    def on_partitions_assigned(self, parts: list[TopicPartition]) -> None:
+        self.assigned.append(sorted(parts))
+
+    def on_partitions_revoked(self, parts: list[TopicPartition]) -> None:
+        self.revoked.append(sorted(parts))
+
+
+def test_join_consume_commit_committed(cluster: MockCluster) -> None:
+    listener = Recorder()
+    with KafkaConsumer(conf(cluster, "g1", enable_auto_commit=False)) as c:
+        c.subscribe([TOPIC], listener=listener)
+        got: list[Any] = []
+        for _ in range(100):
+            got.extend(c.poll(0.5))
+            if len(got) >= 400:
+                break
+        assert len(got) == 400
+        assert c.assignment() == {TopicPartition(TOPIC, p) for p in range(4)}
+        assert listener.assigned[0] == [TopicPartition(TOPIC, p) for p in range(4)]
+        c.commit()
+        tp0 = TopicPartition(TOPIC, 0)
+        assert c.committed([tp0])[tp0].offset == 100
+        c.commit({tp0: OffsetAndMetadata(42, "meta")})
+        again = c.committed([tp0])[tp0]
+        assert again is not None and (again.offset, again.metadata) == (42, "meta")
+    # A new member of the same group starts from the committed offsets.
+    with KafkaConsumer(conf(cluster, "g1", enable_auto_commit=False)) as c2:
+        c2.subscribe([TOPIC])
+        got = []
+        for _ in range(100):
+            got.extend(c2.poll(0.5))
+            if len(got) >= 58:
+                break
+        assert sorted(r.offset for r in got if r.partition == 0) == list(range(42, 100))
+        assert len(got) == 58
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
+def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: str) -> None:
+    group = f"g-rebalance-{strategy}"
+    c1 = KafkaConsumer(conf(cluster, group, partition_assignment_strategy=strategy))
+    c2 = KafkaConsumer(conf(cluster, group, partition_assignment_strategy=strategy))
+    try:
+        c1.subscribe([TOPIC])
+        for _ in range(20):
+            c1.poll(0.2)
+            if len(c1.assignment()) == 4:
+                break
+        assert len(c1.assignment()) == 4
+        c2.subscribe([TOPIC])
+        stop = threading.Event()
+
+        def keep_polling() -> None:
+            while not stop.is_set():
+                c1.poll(0.1)
+
+        t = threading.Thread(target=keep_polling)
+        t.start()
+        try:
+            for _ in range(100):
+                c2.poll(0.2)
+                if len(c2.assignment()) == 2 and len(c1.assignment()) == 2:
+                    break
+        finally:
+            stop.set()
+            t.join()
+        a1, a2 = c1.assignment(), c2.assignment()
+        assert len(a1) == 2 and len(a2) == 2 and not (a1 & a2)
+    finally:
+        c1.close()
+        c2.close()
+
+
+def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
+    group = "g-mixed"
+    ours = KafkaConsumer(conf(cluster, group, partition_assignment_strategy="range"))
+    theirs = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                       "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
+                       "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"})
+    try:
+        ours.subscribe(["mixed"])
+        theirs.subscribe(["mixed"])
+        for _ in range(150):
+            theirs.poll(0.1)
+            ours.poll(0.1)
+            if len(ours.assignment()) == 2 and len(theirs.assignment()) == 2:
+                break
+        mine = {(tp.topic, tp.partition) for tp in ours.assignment()}
+        other = {(tp.topic, tp.partition) for tp in theirs.assignment()}
+        assert len(mine) == 2 and len(other) == 2 and not (mine & other)
+    finally:
+        ours.close()
+        theirs.close()
