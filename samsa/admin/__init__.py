@@ -10,12 +10,14 @@
         print(admin.describe_topics(["events"])["events"].partitions)
 
 Modules: ``client`` (AdminClient: routing, retries, versions), ``messages`` (requests built
-per version and responses read into values), ``types`` (NewTopic, TopicDescription, ...),
-``errors`` (per-topic errors that say what to do), ``config`` (AdminConfig).
+per version and responses read into values), ``groups`` (the same for consumer groups),
+``types`` (NewTopic, TopicDescription, ...), ``errors`` (per-topic errors that say what to
+do), ``config`` (AdminConfig).
 """
 
 from samsa.admin.client import AdminClient
 from samsa.admin.config import ADMIN_CONFIG, AdminConfig
+from samsa.admin.groups import GroupDescription, GroupListing, MemberDescription
 from samsa.admin.types import (
     ClusterDescription,
     ConfigEntry,
@@ -33,7 +35,8 @@ from samsa.net import Node, TopicPartition
 
 __all__ = [
     "ADMIN_CONFIG", "AdminClient", "AdminConfig", "ClusterDescription", "ConfigEntry",
-    "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "NewPartitions",
+    "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "GroupDescription",
+    "GroupListing", "MemberDescription", "NewPartitions",
     "NewTopic", "Node", "PartitionDescription", "TopicDescription", "TopicPartition",
     "format_topic_id",
 ]

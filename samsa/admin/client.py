@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from samsa.admin import groups as g
 from samsa.admin import messages as m
 from samsa.admin.config import AdminConfig
 from samsa.admin.errors import topic_error
@@ -90,6 +91,11 @@ _API_PURPOSE = {
     m.DELETE_RECORDS: "deleting records",
     m.DESCRIBE_CLUSTER: "describing the cluster",
     m.METADATA: "reading metadata",
+    g.LIST_GROUPS: "listing groups",
+    g.DESCRIBE_GROUPS: "describing groups",
+    g.DELETE_GROUPS: "deleting groups",
+    g.FIND_COORDINATOR: "finding a group's coordinator",
+    g.OFFSET_FETCH: "fetching committed offsets",
 }
 
 
@@ -308,6 +314,97 @@ class AdminClient:
         return self._per_key(f"deleting records of {[str(tp) for tp in wanted]}",
                              list(wanted), timeout_ms, round_, retriable, raise_errors,
                              describe=lambda tp: f"partition {tp}")
+
+    # -- consumer groups (samsa/admin/groups.py) ---------------------------------------------
+
+    def list_groups(self, *, timeout_ms: float | None = None) -> list[g.GroupListing]:
+        """Every group known to any broker (ListGroups to each), sorted by id."""
+
+        def attempt(deadline: float) -> list[g.GroupListing]:
+            found: dict[str, g.GroupListing] = {}
+            for node in self._cluster(deadline).nodes:
+                version, body = self._send(node, g.LIST_GROUPS, None, None, deadline,
+                                           g.list_groups_request)
+                found.update((x.group_id, x) for x in g.parse_list_groups(version, body))
+            return [found[k] for k in sorted(found)]
+
+        return self._retrying("listing groups", timeout_ms, attempt)
+
+    def describe_groups(self, group_ids: Iterable[str], *, timeout_ms: float | None = None,
+                        raise_errors: bool = True) -> dict[str, g.GroupDescription | KafkaError]:
+        """State, protocol and members of each group, from its coordinator.  A group that
+        does not exist is described with state ``Dead`` and no members, as Kafka does."""
+        given = list(group_ids)
+        groups = list(_unique(dict.fromkeys(given), given, "group"))
+
+        def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
+            out: dict[str, Any] = {}
+            for node, ids in self._group_coordinators(pending, deadline, out).items():
+                _, body = self._send(node, g.DESCRIBE_GROUPS, None, None, deadline,
+                                     functools.partial(g.describe_groups_request, group_ids=ids))
+                out.update(g.parse_describe_groups(body, node))
+            return out
+
+        return self._per_key(f"describing groups {groups}", groups, timeout_ms, round_,
+                             self._coordinator_moved, raise_errors)
+
+    def delete_groups(self, group_ids: Iterable[str], *, timeout_ms: float | None = None,
+                      raise_errors: bool = True) -> dict[str, None | KafkaError]:
+        """Delete empty groups and their committed offsets.  A group with members raises
+        NonEmptyGroupError, a missing one GroupIdNotFoundError."""
+        given = list(group_ids)
+        groups = list(_unique(dict.fromkeys(given), given, "group"))
+
+        def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
+            out: dict[str, Any] = {}
+            for node, ids in self._group_coordinators(pending, deadline, out).items():
+                _, body = self._send(node, g.DELETE_GROUPS, None, None, deadline,
+                                     functools.partial(g.delete_groups_request, group_ids=ids))
+                out.update(g.parse_delete_groups(body))
+            return out
+
+        return self._per_key(f"deleting groups {groups}", groups, timeout_ms, round_,
+                             self._coordinator_moved, raise_errors)
+
+    def list_group_offsets(self, group_id: str, *,
+                           timeout_ms: float | None = None) -> dict[TopicPartition, int]:
+        """The group's committed offset of every partition it committed (OffsetFetch)."""
+
+        def attempt(deadline: float) -> dict[TopicPartition, int]:
+            errors: dict[str, Any] = {}
+            nodes = self._group_coordinators([group_id], deadline, errors)
+            if errors:
+                raise errors[group_id]
+            node = next(iter(nodes))
+            lo, hi = g.OFFSET_FETCH_RANGE
+            _, body = self._send(node, g.OFFSET_FETCH, lo, hi, deadline,
+                                 functools.partial(g.offset_fetch_request, group_id=group_id))
+            return g.parse_offset_fetch(body, group_id)
+
+        return self._retrying(f"fetching the committed offsets of group {group_id!r}",
+                              timeout_ms, attempt)
+
+    def _coordinator_moved(self, error: KafkaError) -> bool:
+        if isinstance(error, g.COORDINATOR_ERRORS):
+            self._need_refresh = True
+            return True
+        return False
+
+    def _group_coordinators(self, group_ids: list[str], deadline: float,
+                            failed: dict[str, Any]) -> dict[Node, list[str]]:
+        """FindCoordinator for each group: {coordinator: its groups}; errors go to ``failed``."""
+        by_node: dict[Node, list[str]] = {}
+        for group_id in group_ids:
+            _, body = self._send(self._any_node(deadline), g.FIND_COORDINATOR, None,
+                                 g.FIND_COORDINATOR_MAX, deadline,
+                                 functools.partial(g.find_coordinator_request, group_id=group_id))
+            found = g.parse_find_coordinator(body, group_id)
+            if isinstance(found, KafkaError):
+                failed[group_id] = found
+                continue
+            known = self._cluster(deadline).node_by_id(found.id)
+            by_node.setdefault(known if known is not None else found, []).append(group_id)
+        return by_node
 
     def close(self) -> None:
         """Close every connection.  Safe to call twice."""
