@@ -184,7 +184,10 @@ _new_result: Callable[[tuple[Any, ...]], RecordAppendResult] = lambda values: (
 
 def _last_full(dq: deque[ProducerBatch]) -> bool:
     """Java's allBatchesFull: only the last batch can be incomplete."""
-    return not dq or dq[-1].is_full()
+    if not dq:
+        return True
+    last = dq[-1]
+    return last.appends_closed or last.size >= last.size_limit
 
 
 class ReadyCheckResult(NamedTuple):
@@ -416,6 +419,66 @@ class RecordAccumulator:
         if info is None:
             info = self._topic_info(topic)
         partitioner = info.partitioner
+        # Fast path, nearly every record: the partition's last batch takes it.  Fullness and
+        # size are plain batch attributes, read once before and once after the append.
+        sticky: StickyPartitionInfo | None
+        if partition == UNKNOWN_PARTITION:
+            sticky = partitioner._sticky
+            effective = -1 if sticky is None else sticky.partition
+        else:
+            sticky = None
+            effective = partition
+        dq = info.batches.get(effective)
+        if dq:
+            with dq.lock:
+                last = dq[-1] if dq else None
+                if (
+                    last is not None
+                    and not self._closed
+                    and not last.appends_closed
+                    and last.size < last.size_limit
+                    and (sticky is None or partitioner._sticky is sticky)
+                ):
+                    before = last.size
+                    future = last.try_append(timestamp, key, value, headers, callback, now_ms)
+                    if future is not None:
+                        size = last.size
+                        full = size >= last.size_limit
+                        if sticky is not None:
+                            produced = sticky.produced_bytes = sticky.produced_bytes + size - before
+                            # Switch once batch.size bytes went here and the last batch is
+                            # full, or at twice batch.size (update_partition_info's rule).
+                            limit = partitioner.sticky_batch_size
+                            if produced >= limit and (full or produced >= 2 * limit):
+                                partitioner.update_partition_info(sticky, 0, cluster, full)
+                        return tuple.__new__(
+                            RecordAppendResult,
+                            (future, full or len(dq) > 1, False, False, size - before, effective),
+                        )
+                    last.close_for_record_appends()
+        return self._append_slow(
+            info, topic, partition, timestamp, key, value, headers, callback,
+            max_time_to_block_ms, abort_on_new_batch, now_ms, cluster,
+        )
+
+    def _append_slow(
+        self,
+        info: _TopicInfo,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+        max_time_to_block_ms: float,
+        abort_on_new_batch: bool,
+        now_ms: int,
+        cluster: ClusterView,
+    ) -> RecordAppendResult:
+        """append() when the last batch did not take the record: choose the sticky partition,
+        allocate memory (maybe blocking), retry the last batch, else start a new one."""
+        partitioner = info.partitioner
         in_progress = self._appends_in_progress
         in_progress.append(None)
         buffer: bytearray | None = None
@@ -532,24 +595,14 @@ class RecordAccumulator:
         if not dq:
             return None
         last = dq[-1]
-        builder = last.builder
-        initial = builder.estimated_size if sticky is not None else 0
+        initial = last.size
         future = last.try_append(timestamp, key, value, headers, callback, now_ms)
         if future is None:
             last.close_for_record_appends()
             return None
-        size = builder.estimated_size
-        full = len(dq) > 1 or size >= builder.batch_size_limit
-        return _new_result(
-            (
-                future,
-                full,
-                False,
-                False,
-                size - initial if sticky is not None else 0,
-                partition,
-            )
-        )
+        size = last.size
+        full = len(dq) > 1 or size >= last.size_limit
+        return _new_result((future, full, False, False, size - initial, partition))
 
     def _append_new_batch(
         self,
@@ -598,7 +651,7 @@ class RecordAccumulator:
             len(dq) > 1 or batch.is_full(),
             True,
             False,
-            batch.estimated_size_in_bytes(),
+            batch.size,
             partition,
         )
 

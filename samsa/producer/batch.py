@@ -2,8 +2,10 @@
 
 A batch wraps a :class:`samsa.records.RecordBatchBuilder`.  ``try_append`` encodes a record
 into it and returns the record's :class:`~samsa.producer.future.RecordFuture`, or None when
-the batch is full (the accumulator then starts a new batch).  Callbacks are kept as thunks,
-``(callback, future)`` pairs in record order, and run once when the batch completes.
+the batch is full (the accumulator then starts a new batch).  The futures are kept in record
+order; callbacks, when given, as thunks ``(index, callback)`` that run once when the batch
+completes.  ``size`` (the builder's estimated size after the last append) and ``size_limit``
+are plain attributes so the accumulator's hot path reads fullness without calls.
 
 Life cycle (who calls what):
 
@@ -126,7 +128,7 @@ class ProducerBatch:
 
     __slots__ = (
         "_aborted",
-        "_appends_closed",
+        "appends_closed",
         "attempts",
         "attempts_when_leader_last_changed",
         "buffer",
@@ -135,6 +137,7 @@ class ProducerBatch:
         "current_leader_epoch",
         "drained_ms",
         "final_state",
+        "futures",
         "initial_capacity",
         "is_split_batch",
         "last_append_ms",
@@ -143,6 +146,8 @@ class ProducerBatch:
         "reopened",
         "result",
         "retry",
+        "size",
+        "size_limit",
         "thunks",
         "topic",
         "topic_partition",
@@ -165,7 +170,12 @@ class ProducerBatch:
         self.result = ProduceRequestResult(
             topic_partition.topic, topic_partition.partition
         )
-        self.thunks: list[tuple[RecordCallback | None, RecordFuture]] = []
+        self.futures: list[RecordFuture] = []
+        # (record index, callback) for the records sent with a callback, in record order.
+        self.thunks: list[tuple[int, RecordCallback]] = []
+        # The builder's estimated size, refreshed on every append; is_full() compares it.
+        self.size = builder.estimated_size
+        self.size_limit = builder.batch_size_limit
         # Memory taken from the BufferPool for this batch, given back by the accumulator.
         self.buffer = buffer
         self.initial_capacity = (
@@ -181,7 +191,7 @@ class ProducerBatch:
         self.final_state: FinalState | None = None
         self.current_leader_epoch: int | None = None
         self.attempts_when_leader_last_changed = 0
-        self._appends_closed = False
+        self.appends_closed = False
         self._aborted = False
 
     # -- appending (caller's thread, under the deque lock) ------------------------------------
@@ -196,9 +206,10 @@ class ProducerBatch:
         now_ms: int,
     ) -> RecordFuture | None:
         """Append one record; its future, or None if the batch has no room."""
-        if self._appends_closed:
+        if self.appends_closed:
             return None
-        delta = self.builder.append(timestamp, key, value, headers)
+        builder = self.builder
+        delta = builder.append(timestamp, key, value, headers)
         if delta is None:
             return None
         future = RecordFuture(
@@ -208,30 +219,30 @@ class ProducerBatch:
             -1 if key is None else len(key),
             -1 if value is None else len(value),
         )
-        self.thunks.append((callback, future))
+        self.futures.append(future)
+        if callback is not None:
+            self.thunks.append((delta, callback))
         self.last_append_ms = now_ms
+        self.size = builder.estimated_size
         return future
 
     @property
     def record_count(self) -> int:
-        return len(self.thunks)
+        return len(self.futures)
 
     def estimated_size_in_bytes(self) -> int:
         return self.builder.estimated_size
 
     def is_full(self) -> bool:
         """No further record will be appended (an append failed, or the size limit is reached)."""
-        builder = self.builder
-        return (
-            self._appends_closed or builder.estimated_size >= builder.batch_size_limit
-        )
+        return self.appends_closed or self.size >= self.size_limit
 
     def close_for_record_appends(self) -> None:
-        self._appends_closed = True
+        self.appends_closed = True
 
     def abort_record_appends(self) -> None:
         """Stop appends for a batch being expired or aborted; its bytes will not be sent."""
-        self._appends_closed = True
+        self.appends_closed = True
         self._aborted = True
 
     @property
@@ -241,7 +252,7 @@ class ProducerBatch:
 
     def close(self, estimator: CompressionRatioEstimator | None = None) -> bytes:
         """Build the batch's bytes (once) and feed the compression ratio back."""
-        self._appends_closed = True
+        self.appends_closed = True
         was_built = self.builder.is_built
         data = self.builder.build()
         if (
@@ -307,7 +318,7 @@ class ProducerBatch:
 
     @property
     def last_sequence(self) -> int:
-        return self.builder.base_sequence + len(self.thunks) - 1
+        return self.builder.base_sequence + len(self.futures) - 1
 
     def has_sequence(self) -> bool:
         return self.builder.base_sequence != NO_SEQUENCE
@@ -426,14 +437,13 @@ class ProducerBatch:
         # The result must be set before callbacks run: they read their metadata from it.
         result.set(base_offset, log_append_time, error, record_errors)
         failed = error is not None
-        for index, (callback, future) in enumerate(self.thunks):
-            if callback is None:
-                continue
+        futures = self.futures
+        for index, callback in self.thunks:
             try:
                 if failed:
                     callback(None, result.error_for(index))
                 else:
-                    callback(future.value(), None)
+                    callback(futures[index].value(), None)
             except Exception:
                 log.exception(
                     "Error in a send callback for a record sent to %s",
@@ -453,17 +463,19 @@ class ProducerBatch:
         """
         data = self.builder.build()
         records = RecordBatch(data).records()
-        if len(records) != len(self.thunks):
+        if len(records) != len(self.futures):
             raise IllegalStateError(
-                f"batch for {self.topic_partition} holds {len(records)} records but {len(self.thunks)} futures"
+                f"batch for {self.topic_partition} holds {len(records)} records but {len(self.futures)} futures"
             )
         if not records:
             raise IllegalStateError("cannot split an empty producer batch")
         batches: list[ProducerBatch] = []
         batch: ProducerBatch | None = None
-        for record, thunk in zip(records, self.thunks):
+        callbacks = dict(self.thunks)
+        for index, (record, future) in enumerate(zip(records, self.futures)):
+            callback = callbacks.get(index)
             if batch is None or not batch._append_for_split(
-                record.timestamp, record.key, record.value, record.headers, thunk
+                record.timestamp, record.key, record.value, record.headers, future, callback
             ):
                 if batch is not None:
                     batch.close_for_record_appends()
@@ -472,7 +484,7 @@ class ProducerBatch:
                     record.key, record.value, record.headers, split_batch_size
                 )
                 batch._append_for_split(
-                    record.timestamp, record.key, record.value, record.headers, thunk
+                    record.timestamp, record.key, record.value, record.headers, future, callback
                 )
         assert batch is not None
         batch.close_for_record_appends()
@@ -528,24 +540,18 @@ class ProducerBatch:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[Header] | None,
-        thunk: tuple[RecordCallback | None, RecordFuture],
+        old_future: RecordFuture,
+        callback: RecordCallback | None,
     ) -> bool:
-        delta = self.builder.append(timestamp, key, value, headers or None)
-        if delta is None:
+        """Move one record of a split batch here; its old future follows the new one."""
+        future = self.try_append(timestamp, key, value, headers or None, callback, self.created_ms)
+        if future is None:
             return False
-        future = RecordFuture(
-            self.result,
-            delta,
-            timestamp,
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
-        )
-        thunk[1].chain(future)
-        self.thunks.append(thunk)
+        old_future.chain(future)
         return True
 
     def __repr__(self) -> str:
-        return f"ProducerBatch({self.topic_partition}, records={len(self.thunks)}, attempts={self.attempts})"
+        return f"ProducerBatch({self.topic_partition}, records={len(self.futures)}, attempts={self.attempts})"
 
 
 def monotonic_ms() -> int:

@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping
+from time import monotonic_ns, time_ns
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
@@ -139,6 +140,7 @@ class KafkaProducer:
         self._partitioner = partitioner() if isinstance(partitioner, type) else partitioner
         self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
         self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
+        self._has_interceptors = bool(self._interceptors)
         self._metrics = ProducerMetrics()
         self._transaction_manager = (
             TransactionManager(cfg["transaction.timeout.ms"]) if cfg["enable.idempotence"] else None
@@ -165,6 +167,8 @@ class KafkaProducer:
             metrics=self._metrics,
             client_id=self.client_id,
         )
+        # send() wakes the Sender's poll directly (Sender.wakeup is the same call, two frames up).
+        self._wakeup_sender = self._client.selector.wakeup
         self._sender.start()
         _open_producers.add(self)
         # Stop the Sender if the producer is dropped without close().
@@ -194,14 +198,13 @@ class KafkaProducer:
             raise ForkedClientError()
         if self._closed:
             raise ProducerClosedError("send() was called after close(); create a new producer")
-        interceptors = self._interceptors
-        if interceptors:
+        if self._has_interceptors:
+            interceptors = self._interceptors
             record = interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             topic, value, key, partition, timestamp_ms, headers = record
-            if on_delivery is not None or interceptors:
-                on_delivery = _InterceptorCallback(on_delivery, interceptors)
+            on_delivery = _InterceptorCallback(on_delivery, interceptors)
         try:
-            now = monotonic_ms()
+            now = monotonic_ns() // 1_000_000  # monotonic_ms(), inlined
             # Fast path: the topic is known in the current metadata snapshot.
             cluster = self._metadata.fetch()
             known = self._known_topics.get(topic)
@@ -244,17 +247,17 @@ class KafkaProducer:
             if size > self._max_record_size:
                 self._record_too_large(size)
             if timestamp_ms is None:
-                timestamp_ms = int(time.time() * 1000)
+                timestamp_ms = time_ns() // 1_000_000
             result = self._accumulator.append(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
                 on_delivery, remaining_ms, False, now, view,
             )
             if result.batch_is_full or result.new_batch_created:
-                self._sender.wakeup()
+                self._wakeup_sender()
             return result.future  # type: ignore[return-value]  # None only with abort_on_new_batch
         except KafkaError as exc:
-            if interceptors:
-                interceptors.on_send_error(ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
+            if self._has_interceptors:
+                self._interceptors.on_send_error(ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
                                            partition, exc)
             raise
 

@@ -181,35 +181,36 @@ class RecordBatchBuilder:
         count = self._count
         if count:
             delta = timestamp_ms - self._base_timestamp
-            self._max_timestamp = max(self._max_timestamp, timestamp_ms)
+            if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 (max() is a call per record)
+                self._max_timestamp = timestamp_ms
         else:
             self._base_timestamp = self._max_timestamp = timestamp_ms
             delta = 0
-        small = SMALL_VARINTS
-        limit = SMALL_VARINT_LIMIT
-        ts_bytes = small[delta] if 0 <= delta < limit else encode_varlong(delta)
-        od_bytes = small[count] if count < limit else encode_varint(count)
+        # Small varints (deltas, lengths) come from a table: no encoding call per record.
+        ts_bytes = SMALL_VARINTS[delta] if 0 <= delta < SMALL_VARINT_LIMIT else encode_varlong(delta)
+        od_bytes = SMALL_VARINTS[count] if count < SMALL_VARINT_LIMIT else encode_varint(count)
         if key is None:
             key_len = _NULL
             key = b""
         else:
             n = len(key)
-            key_len = small[n] if n < limit else encode_varint(n)
+            key_len = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
         if value is None:
             value_len = _NULL
             value = b""
         else:
             n = len(value)
-            value_len = small[n] if n < limit else encode_varint(n)
-        header_bytes = encode_headers(headers) if headers else _EMPTY_HEADERS
+            value_len = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
         # One formatting op builds the record (%b takes any buffer, bytearray/memoryview too).
         record = b"\x00%b%b%b%b%b%b%b" % (  # type: ignore[str-format]
-            ts_bytes, od_bytes, key_len, key, value_len, value, header_bytes
+            ts_bytes, od_bytes, key_len, key, value_len, value,
+            encode_headers(headers) if headers else _EMPTY_HEADERS,
         )
         n = len(record)
-        length = small[n] if n < limit else encode_varint(n)
+        length = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
         buf = self._buf
-        if count and len(buf) + n + len(length) > self._soft_limit and not self._fits(n + len(length)):
+        # 5 = the widest length varint: below the soft limit the record surely fits.
+        if count and len(buf) + n + 5 > self._soft_limit and not self._fits(n + len(length)):
             return None
         buf += length
         buf += record
