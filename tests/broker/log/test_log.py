@@ -377,3 +377,32 @@ def test_concurrent_appends_and_reads(tmp_path: Path) -> None:
     assert log.log_end_offset == 320
     assert [o for o, _ in read_all(log)] == list(range(320))
     log.close()
+
+
+def _record(value_size: int) -> bytes:
+    from samsa.records.varint import encode_varint
+
+    # attributes, timestamp delta, offset delta, null key, value, no headers
+    body = b"\0\0\0\x01" + bytes(encode_varint(value_size)) + b"v" * value_size + b"\0"
+    return bytes(encode_varint(len(body))) + body
+
+
+@pytest.mark.parametrize("value_size", [10, 100])  # one- and two-byte record lengths
+def test_walk_of_same_sized_records_checks_count_and_lengths(value_size: int) -> None:
+    from samsa.broker.log.log import _uniform_records, _walk_records
+
+    data = bytearray(_record(value_size) * 5)
+    assert _uniform_records(data, 0, len(data), 5)
+    _walk_records(data, 0, len(data), 5, "batch")
+    for wrong in (4, 6):
+        assert not _uniform_records(data, 0, len(data), wrong)
+        with pytest.raises(InvalidRecordError):
+            _walk_records(data, 0, len(data), wrong, "batch")
+    # A middle record one byte longer and the next one byte shorter: same total, wrong layout.
+    bad = bytearray(_record(value_size) * 2 + _record(value_size + 1) + _record(value_size - 1)
+                    + _record(value_size))
+    assert not _uniform_records(bad, 0, len(bad), 5)
+    _walk_records(bad, 0, len(bad), 5, "batch")  # still 5 well-formed records
+    bad[len(_record(value_size)) * 2] += 8  # a length that overruns its neighbours
+    with pytest.raises((CorruptRecordError, InvalidRecordError)):
+        _walk_records(bad, 0, len(bad), 5, "batch")
