@@ -1,8 +1,11 @@
 """Sparse per-segment indexes: offset -> file position (.index) and timestamp -> offset (.timeindex).
 
 Both use Kafka's on-disk entry formats (notes §5.2) so the files look like Kafka's, but they are
-plain append files rather than preallocated mmaps: every entry is written with one ``pwrite`` as
-it is added, and a copy of the entries is kept in memory for binary search.  Indexes carry no
+plain append files rather than preallocated mmaps: entries live in memory (for binary search) and
+reach the file in one ``pwrite`` per ``flush``, ``trim``, ``close`` or truncation rather than one
+per entry -- a segment is flushed before the recovery point passes it, and every segment after
+the recovery point has its indexes rebuilt after a crash, so entries not yet written are never
+needed from the file.  Indexes carry no
 checksum; ``sanity_check`` catches the damage a crash can do, and the owner rebuilds the index
 from the log when it fails (Kafka does the same).
 
@@ -48,6 +51,7 @@ class _IndexFile:
         self._values: list[int] = []
         self.load_error: str | None = None
         self._load()
+        self._written = len(self._keys)  # entries already in the file
 
     def _load(self) -> None:
         size = os.fstat(self._fd).st_size
@@ -62,9 +66,16 @@ class _IndexFile:
     def _add(self, a: int, b: int) -> None:
         raise NotImplementedError
 
-    def _write_entry(self, a: int, b: int) -> None:
-        count = len(self._keys)
-        os.pwrite(self._fd, self.entry.pack(a, b), (count - 1) * self.entry.size)
+    def _write_pending(self, upto: int | None = None) -> None:
+        """Write the entries not yet in the file (up to ``upto`` entries in all)."""
+        end = len(self._keys) if upto is None else min(upto, len(self._keys))
+        start = self._written
+        if end <= start or self._fd < 0:
+            return
+        pack = self.entry.pack
+        data = b"".join([pack(a, b) for a, b in zip(self._keys[start:end], self._values[start:end])])
+        os.pwrite(self._fd, data, start * self.entry.size)
+        self._written = end
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -74,8 +85,10 @@ class _IndexFile:
         return len(self._keys) * self.entry.size
 
     def _truncate_entries(self, count: int) -> None:
+        self._write_pending(count)
         del self._keys[count:]
         del self._values[count:]
+        self._written = min(self._written, count)
         os.ftruncate(self._fd, count * self.entry.size)
 
     def reset(self) -> None:
@@ -84,10 +97,13 @@ class _IndexFile:
         self._truncate_entries(0)
 
     def trim(self) -> None:
-        """Cut the file to the entries kept in memory (drops a torn tail entry)."""
+        """Write pending entries and cut the file to the entries kept in memory (drops a torn
+        tail entry)."""
+        self._write_pending()
         os.ftruncate(self._fd, self.size_bytes)
 
     def flush(self) -> None:
+        self._write_pending()
         os.fsync(self._fd)
 
     def close(self) -> None:
@@ -130,7 +146,6 @@ class OffsetIndex(_IndexFile):
         if self._keys and (relative <= self._keys[-1] or position <= self._values[-1]):
             return
         self._add(relative, position)
-        self._write_entry(relative, position)
 
     def lookup(self, offset: int) -> OffsetPosition:
         """The greatest entry with offset <= ``offset``, else (base offset, 0)."""
@@ -179,7 +194,6 @@ class TimeIndex(_IndexFile):
         if self._keys and (timestamp <= self._keys[-1] or relative < self._values[-1]):
             return
         self._add(timestamp, relative)
-        self._write_entry(timestamp, relative)
 
     def lookup_before(self, timestamp: int) -> TimestampOffset:
         """The last entry whose timestamp is < ``timestamp``, else (-1, base offset).

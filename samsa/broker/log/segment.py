@@ -165,14 +165,16 @@ class LogSegment:
 
     def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
         """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
-        with memoryview(data) as view:
-            written = 0
-            try:
-                while written < len(view):
-                    written += os.pwrite(self._handle.fd, view[written:], self.size + written)
-            except OSError:
-                os.ftruncate(self._handle.fd, self.size)  # leave no partial batch behind
-                raise
+        fd = self._handle.fd
+        try:
+            written = os.pwrite(fd, data, self.size)  # one call, unless the disk writes short
+            if written < len(data):
+                with memoryview(data) as view:
+                    while written < len(view):
+                        written += os.pwrite(fd, view[written:], self.size + written)
+        except OSError:
+            os.ftruncate(fd, self.size)  # leave no partial batch behind
+            raise
         position = self.size
         for header in headers:
             self._index_batch(position, header)
