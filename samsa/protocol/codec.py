@@ -12,15 +12,17 @@ Rules (Kafka's message generator README and protocol guide):
 
 from __future__ import annotations
 
+import keyword
 import struct
-from operator import attrgetter
-from typing import Any, Callable
+import uuid
+from typing import Any
 
 from samsa.protocol.message import Message
 from samsa.protocol.schema import FieldSchema, StructSchema
 from samsa.protocol.types import (
     FIXED,
     FIXED_FORMAT,
+    INT32,
     Decoder,
     Encoder,
     ProtocolDecodeError,
@@ -140,17 +142,55 @@ def _array_codec(name: str, item: StructCodec, compact: bool, nullable: bool) ->
 class _Step:
     """One step of a compiled struct: a single field, or a packed run of fixed-width fields."""
 
-    __slots__ = ("names", "enc", "dec", "packer")
+    __slots__ = ("fields", "packer")
 
-    def __init__(self, names: tuple[str, ...], enc: Encoder | None, dec: Decoder | None,
-                 packer: struct.Struct | None) -> None:
-        self.names = names
-        self.enc = enc
-        self.dec = dec
+    def __init__(self, fields: list[FieldSchema], packer: struct.Struct | None) -> None:
+        self.fields = fields
         self.packer = packer
 
 
+_IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
+
+
+class _Source:
+    """Python source being generated for one function, and the objects it refers to."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.lines: list[str] = []
+        self.ns = namespace
+
+    def bind(self, value: Any, hint: str = "k") -> str:
+        """A global name in the generated code for ``value``."""
+        name = f"_{hint}{len(self.ns)}"
+        self.ns[name] = value
+        return name
+
+    def default(self, f: FieldSchema) -> str:
+        """An expression for the field's default: a constant, or a call for mutable ones."""
+        factory = f.default_factory()
+        value = factory()
+        if isinstance(value, _IMMUTABLE):
+            return self.bind(value, "c")
+        return self.bind(factory, "f") + "()"
+
+    def add(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+
+def _attr(name: str) -> str:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise AssertionError(f"field name {name!r} is not a Python identifier")
+    return "obj." + name
+
+
 def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> StructCodec:
+    """Generate, compile and return the encoder and decoder of a struct at one version.
+
+    The code is specialised to the version (which fields, compact or classic lengths, runs of
+    fixed-width fields packed into one struct call) so that a message is read and written
+    without interpreting a plan field by field; nested structs and primitive kinds with their
+    own checks (strings, bytes, records, uuids) call their compiled codecs.
+    """
     cls = schema.cls
     regular: list[FieldSchema] = []
     tagged: list[FieldSchema] = []
@@ -169,59 +209,24 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
     # Group consecutive fixed-width, non-bool fields into one struct format.
     steps: list[_Step] = []
     run: list[FieldSchema] = []
-
-    def flush_run() -> None:
-        if not run:
-            return
-        if len(run) == 1:
-            enc, dec = _field_codec(run[0], version, flexible)
-            steps.append(_Step((run[0].name,), enc, dec, None))
-        else:
-            fmt = ">" + "".join(FIXED_FORMAT[f.kind] for f in run)
-            steps.append(_Step(tuple(f.name for f in run), None, None, struct.Struct(fmt)))
-        run.clear()
-
     for f in regular:
         if f.kind in FIXED_FORMAT and f.kind != "bool":
             run.append(f)
-        else:
-            flush_run()
-            enc, dec = _field_codec(f, version, flexible)
-            steps.append(_Step((f.name,), enc, dec, None))
-    flush_run()
+            continue
+        if run:
+            steps.append(_Step(run, struct.Struct(">" + "".join(FIXED_FORMAT[r.kind] for r in run))))
+            run = []
+        steps.append(_Step([f], None))
+    if run:
+        steps.append(_Step(run, struct.Struct(">" + "".join(FIXED_FORMAT[r.kind] for r in run))))
 
     tag_codecs = {f.tag: (f, _field_codec(f, version, flexible)) for f in tagged}
     tag_order = sorted(tag_codecs)
     tag_defaults = {f.tag: f.default_factory() for f in tagged}
-    absent_checks = [(f.name, f.default_factory()) for f in absent if not f.ignorable]
-    defaults = cls._defaults
-    field_names = set(cls._field_names)
     name = schema.name
+    present_names = {f.name for f in regular} | {f.name for f in tagged}
 
-    enc_plan: list[tuple[Callable[[Any], Any], Any, Any]] = []
-    for step in steps:
-        if step.packer is not None:
-            enc_plan.append((attrgetter(*step.names), None, step.packer.pack))
-        else:
-            enc_plan.append((attrgetter(step.names[0]), step.enc, None))
-
-    def encode(buf: bytearray, obj: Any) -> None:
-        for get, enc, pack in enc_plan:
-            if pack is not None:
-                buf += pack(*get(obj))
-            else:
-                enc(buf, get(obj))  # type: ignore[misc]
-        for fname, factory in absent_checks:
-            value = getattr(obj, fname)
-            if value != factory():
-                raise UnsupportedVersionError(
-                    f"{name}.{fname} = {value!r} cannot be sent at version {version}: "
-                    "the field does not exist in that version"
-                )
-        if flexible:
-            _encode_tags(buf, obj)
-
-    def _encode_tags(buf: bytearray, obj: Any) -> None:
+    def encode_tags(buf: bytearray, obj: Any) -> None:
         present: list[tuple[int, bytes]] = []
         for tag in tag_order:
             f, (enc, _dec) = tag_codecs[tag]
@@ -241,58 +246,159 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
             write_uvarint(buf, len(payload))
             buf += payload
 
-    dec_plan: list[tuple[tuple[str, ...], Any, Any]] = []
+    def decode_tags(obj: Any, buf: Any, pos: int) -> int:
+        unknown = None
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise ProtocolDecodeError(
+                    f"tagged field {tag} of {name} runs past the end of the message")
+            entry = tag_codecs.get(tag)
+            if entry is None:
+                if unknown is None:
+                    unknown = {}
+                unknown[tag] = bytes(buf[pos:end])
+            else:
+                f, (_enc, dec_t) = entry
+                v, _ = dec_t(buf[:end], pos)
+                object.__setattr__(obj, f.name, v)
+            pos = end
+        obj.unknown_tags = unknown
+        return pos
+
+    def absent_field(fname: str, value: Any) -> None:
+        raise UnsupportedVersionError(
+            f"{name}.{fname} = {value!r} cannot be sent at version {version}: "
+            "the field does not exist in that version"
+        )
+
+    ns: dict[str, Any] = {
+        "new": object.__new__, "cls": cls, "read_uvarint": read_uvarint,
+        "write_uvarint": write_uvarint, "ProtocolDecodeError": ProtocolDecodeError,
+        "encode_tags": encode_tags, "decode_tags": decode_tags, "absent_field": absent_field,
+        "pack": struct.pack, "unpack_from": struct.unpack_from, "INT32": INT32,
+    }
+    enc_src = _Source(ns)
+    dec_src = _Source(ns)
+    enc_src.add(0, "def encode(buf, obj):")
+    dec_src.add(0, "def decode(buf, pos):")
+    dec_src.add(1, "obj = new(cls)")
     for step in steps:
         if step.packer is not None:
-            dec_plan.append((step.names, None, step.packer))
+            targets = ", ".join(_attr(f.name) for f in step.fields)
+            packer = step.packer
+            enc_src.add(1, f"buf += {enc_src.bind(packer.pack, 'p')}({targets})")
+            dec_src.add(1, f"{targets}, = {dec_src.bind(packer.unpack_from, 'u')}(buf, pos)")
+            dec_src.add(1, f"pos += {packer.size}")
         else:
-            dec_plan.append((step.names, step.dec, None))
-    present_names = {n for s in steps for n in s.names} | {f.name for f in tagged}
-    fill_defaults = [(n, factory) for n, factory in defaults if n not in present_names]
-    tagged_fill = [(f.name, tag_defaults[f.tag]) for f in tagged]
-    new = object.__new__
-    setattr_ = object.__setattr__
-    del field_names
+            _gen_field(step.fields[0], version, flexible, enc_src, dec_src)
+    for f in absent:
+        if f.name not in present_names:
+            dec_src.add(1, f"{_attr(f.name)} = {dec_src.default(f)}")
+        if not f.ignorable:
+            enc_src.add(1, f"if {_attr(f.name)} != {enc_src.default(f)}:")
+            enc_src.add(2, f"absent_field({f.name!r}, {_attr(f.name)})")
+    if flexible:
+        for f in tagged:
+            dec_src.add(1, f"{_attr(f.name)} = {dec_src.default(f)}")
+        if tagged:
+            enc_src.add(1, "encode_tags(buf, obj)")
+        else:
+            enc_src.add(1, "if obj.unknown_tags:")
+            enc_src.add(2, "encode_tags(buf, obj)")
+            enc_src.add(1, "else:")
+            enc_src.add(2, "buf.append(0)")
+        dec_src.add(1, "if buf[pos] == 0:")
+        dec_src.add(2, "pos += 1")
+        dec_src.add(2, "obj.unknown_tags = None")
+        dec_src.add(1, "else:")
+        dec_src.add(2, "pos = decode_tags(obj, buf, pos)")
+    else:
+        dec_src.add(1, "obj.unknown_tags = None")
+    enc_src.add(1, "return None")
+    dec_src.add(1, "return obj, pos")
+    source = "\n".join(enc_src.lines + [""] + dec_src.lines) + "\n"
+    exec(compile(source, f"<samsa codec {name} v{version}>", "exec"), ns)
+    return ns["encode"], ns["decode"]
 
-    def decode(buf: Any, pos: int) -> tuple[Any, int]:
-        obj = new(cls)
-        for names, dec, packer in dec_plan:
-            if packer is not None:
-                values = packer.unpack_from(buf, pos)
-                pos += packer.size
-                for n, v in zip(names, values):
-                    setattr_(obj, n, v)
-            else:
-                v, pos = dec(buf, pos)
-                setattr_(obj, names[0], v)
-        for n, factory in fill_defaults:
-            setattr_(obj, n, factory())
-        unknown = None
-        if flexible:
-            for n, factory in tagged_fill:
-                setattr_(obj, n, factory())
-            count, pos = read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                end = pos + size
-                if end > len(buf):
-                    raise ProtocolDecodeError(
-                        f"tagged field {tag} of {name} runs past the end of the message")
-                entry = tag_codecs.get(tag)
-                if entry is None:
-                    if unknown is None:
-                        unknown = {}
-                    unknown[tag] = bytes(buf[pos:end])
-                else:
-                    f, (_enc, dec_t) = entry
-                    v, _ = dec_t(buf[:end], pos)
-                    setattr_(obj, f.name, v)
-                pos = end
-        setattr_(obj, "unknown_tags", unknown)
-        return obj, pos
 
-    return encode, decode
+def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
+               dec_src: _Source) -> None:
+    """Encoder and decoder lines for one field that is not part of a packed run."""
+    target = _attr(f.name)
+    if f.kind == "bool":
+        enc_src.add(1, f"buf.append(1 if {target} else 0)")
+        dec_src.add(1, f"{target} = buf[pos] != 0")
+        dec_src.add(1, "pos += 1")
+        return
+    if f.kind != "array":
+        enc, dec = _field_codec(f, version, flexible)
+        enc_src.add(1, f"{enc_src.bind(enc, 'e')}(buf, {target})")
+        dec_src.add(1, f"{target}, pos = {dec_src.bind(dec, 'd')}(buf, pos)")
+        return
+    compact = flexible if f.flexible is None else version in f.flexible
+    nullable = version in f.nullable
+    item = f.item
+    fixed_format = None
+    if isinstance(item, StructSchema):
+        item_enc, item_dec = struct_codec(item, version, flexible)
+    else:
+        assert isinstance(item, str)
+        if item in FIXED_FORMAT and item != "bool":
+            fixed_format = FIXED_FORMAT[item]
+        fake = FieldSchema.__new__(FieldSchema)
+        fake.kind, fake.name, fake.flexible = item, f.name + "[]", None
+        fake.nullable = f.nullable.__class__(1, 0)
+        item_enc, item_dec = _field_codec(fake, version, flexible)
+    e, d = enc_src.bind(item_enc, "e"), dec_src.bind(item_dec, "d")
+    # encode
+    enc_src.add(1, f"v = {target}")
+    enc_src.add(1, "if v is None:")
+    if nullable:
+        enc_src.add(2, "buf.append(0)" if compact else "buf += b'\\xff\\xff\\xff\\xff'")
+    else:
+        enc_src.add(2, f"raise ValueError({f'array field {f.name!r} is not nullable in this version'!r})")
+    enc_src.add(1, "else:")
+    enc_src.add(2, "write_uvarint(buf, len(v) + 1)" if compact else "buf += INT32.pack(len(v))")
+    if fixed_format is not None:
+        enc_src.add(2, f"buf += pack('>%d{fixed_format}' % len(v), *v)")
+    else:
+        enc_src.add(2, "for x in v:")
+        enc_src.add(3, f"{e}(buf, x)")
+    # decode
+    if compact:
+        dec_src.add(1, "n = buf[pos]")
+        dec_src.add(1, "if n < 0x80:")
+        dec_src.add(2, "pos += 1")
+        dec_src.add(1, "else:")
+        dec_src.add(2, "n, pos = read_uvarint(buf, pos)")
+        dec_src.add(1, "n -= 1")
+    else:
+        dec_src.add(1, "n = INT32.unpack_from(buf, pos)[0]")
+        dec_src.add(1, "pos += 4")
+    dec_src.add(1, "if n < 0:")
+    if nullable:
+        dec_src.add(2, f"{target} = None")
+    else:
+        dec_src.add(2, f"raise ProtocolDecodeError({f'non-nullable array {f.name!r} was null'!r})")
+    dec_src.add(1, "else:")
+    dec_src.add(2, "if n > len(buf) - pos:")
+    # Every element takes at least one byte: a larger count is a corrupt length.
+    dec_src.add(3, f'raise ProtocolDecodeError(f"array {f.name!r} claims {{n}} elements at '
+                   'position {pos}, more than the {len(buf) - pos} bytes left")')
+    if fixed_format is not None:
+        size = struct.calcsize(">" + fixed_format)
+        dec_src.add(2, f"{target} = list(unpack_from('>%d{fixed_format}' % n, buf, pos))")
+        dec_src.add(2, f"pos += n * {size}")
+    else:
+        dec_src.add(2, "lst = []")
+        dec_src.add(2, "for _ in range(n):")
+        dec_src.add(3, f"x, pos = {d}(buf, pos)")
+        dec_src.add(3, "lst.append(x)")
+        dec_src.add(2, f"{target} = lst")
 
 
 def encode_struct(obj: Message, version: int, flexible: bool, buf: bytearray) -> None:

@@ -91,9 +91,11 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
     except UnsupportedVersionError:
         return header, pos
     if api.is_flexible(version):
-        # Header v2 ends with tagged fields; decode them with the declared schema.
-        tags_only = _request_header_schema
-        _, pos = decode_struct(tags_only, 2, True, payload, 0)
+        # Header v2 ends with tagged fields: usually none (one zero byte); otherwise decode
+        # them with the declared schema.
+        if pos < len(payload) and payload[pos] == 0:
+            return header, pos + 1
+        _, pos = decode_struct(_request_header_schema, 2, True, payload, 0)
     return header, pos
 
 

@@ -8,6 +8,8 @@ classes hang off their parent class by Kafka's struct name, e.g. ``ProduceReques
 
 from __future__ import annotations
 
+import keyword
+import uuid
 from typing import Any, ClassVar
 
 from samsa.protocol.schema import Api, StructSchema, build_struct
@@ -35,6 +37,12 @@ class Message:
                 f"fields are {list(self._field_names)}"
             )
 
+    def _unknown_fields(self, fields: dict[str, Any]) -> None:
+        raise TypeError(
+            f"{type(self).__name__} has no field(s) {sorted(fields)}; "
+            f"fields are {list(self._field_names)}"
+        )
+
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
@@ -60,11 +68,44 @@ class Message:
     __hash__ = None  # type: ignore[assignment]
 
 
+_IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
+_MISSING: Any = object()
+
+
+def _make_init(class_name: str, defaults: tuple[tuple[str, Any], ...]) -> Any:
+    """A keyword-only ``__init__`` generated for one class: constant defaults are bound as
+    parameter defaults, mutable ones (lists, structs) are made fresh per instance."""
+    ns: dict[str, Any] = {"_MISSING": _MISSING, "Message": Message}
+    params: list[str] = []
+    body: list[str] = []
+    for i, (name, factory) in enumerate(defaults):
+        value = factory()
+        if isinstance(value, _IMMUTABLE):
+            ns[f"_c{i}"] = value
+            params.append(f"{name}=_c{i}")
+        else:
+            ns[f"_f{i}"] = factory
+            params.append(f"{name}=_MISSING")
+            body.append(f"    if {name} is _MISSING:\n        {name} = _f{i}()")
+        body.append(f"    self.{name} = {name}")
+    body.append("    self.unknown_tags = None")
+    body.append("    if extra:\n        Message._unknown_fields(self, extra)")
+    signature = ", ".join(["self", "*", *params, "**extra"])
+    source = f"def __init__({signature}):\n" + "\n".join(body) + "\n"
+    exec(compile(source, f"<samsa message {class_name}>", "exec"), ns)
+    return ns["__init__"]
+
+
 def make_class(schema: StructSchema, class_name: str | None = None) -> type[Message]:
     names = tuple(f.name for f in schema.fields)
     defaults = tuple((f.name, f.default_factory()) for f in schema.fields)
-    cls = type(class_name or schema.name, (Message,), {
+    if any(not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "extra")
+           for n in names):
+        raise ValueError(f"{schema.name}: field names must be Python identifiers: {names}")
+    name = class_name or schema.name
+    cls = type(name, (Message,), {
         "__slots__": names,
+        "__init__": _make_init(name, defaults),
         "_schema": schema,
         "_defaults": defaults,
         "_field_names": names,
