@@ -6,7 +6,7 @@ could not write at once, and closes connections (protocol errors, idle, client g
 
 Order and muting.  A connection has at most one request *in handling* at a time (``busy``);
 frames read meanwhile wait in the connection's ``pending`` queue, and the connection stops
-reading (``read_paused``) once that queue is full.  Kafka mutes a connection as soon as one
+reading (``read_paused``) once that queue is full, until it has drained to half.  Kafka mutes a connection as soon as one
 request is read; reading a little ahead (``max_pending_frames``, 0 = Kafka's strict muting)
 keeps the same ordering and saves a trip through this thread per request: when a handler's
 response is fully written, the handler thread itself starts the connection's next request.
@@ -253,6 +253,16 @@ class Processor:
         return (len(conn.pending) >= self._max_pending_frames
                 or conn.pending_bytes >= self._max_pending_bytes)
 
+    def _above_resume_mark(self, conn: Connection) -> bool:
+        # Hysteresis: a paused connection resumes reading once its queue has drained to half
+        # the cap, not as soon as one frame left it, so that a client pipelining faster than
+        # we handle costs one processor wakeup per half-queue rather than one per request.
+        # Strict muting (cap 0) resumes only when the connection is idle.
+        if self._max_pending_frames <= 0:
+            return True
+        return (len(conn.pending) > self._max_pending_frames // 2
+                or conn.pending_bytes > self._max_pending_bytes // 2)
+
     def _deliver(self, conn: Connection, frame: Any, now: float) -> None:
         with conn.lock:
             if conn.closed:
@@ -361,7 +371,15 @@ class Processor:
             if conn.closed:
                 return False
             try:
-                done = out.write_to(conn.sock)
+                if len(chunks) == 1 and type(chunks[0]) is bytes:
+                    # The usual response: one bytes chunk, sent with one call.
+                    try:
+                        out._advance(conn.sock.send(chunks[0]))
+                    except BlockingIOError:
+                        pass
+                    done = out.index == 1
+                else:
+                    done = out.write_to(conn.sock)
             except OSError as exc:
                 done = False
                 failed = f"write failed: {exc}"
@@ -421,7 +439,7 @@ class Processor:
                 item = None
                 conn.busy = False
                 close = conn.eof
-            if conn.read_paused and not (conn.busy and self._over_cap(conn)):
+            if conn.read_paused and not (conn.busy and self._above_resume_mark(conn)):
                 conn.read_paused = False
                 resume = True
         if close:
