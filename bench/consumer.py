@@ -69,7 +69,7 @@ def run_confluent(bootstrap: str, topic: str, n: int, partitions: int) -> dict[s
     while count < n:
         for msg in consume(10_000, 1.0):
             if msg.error() is None:
-                nbytes += len(msg.value())
+                nbytes += len(msg.value() or b"")
                 count += 1
     t1, cpu1 = time.perf_counter(), time.process_time()
     consumer.close()
