@@ -1,7 +1,11 @@
 """The consumer: KafkaConsumer, Fetcher, SubscriptionState, group coordinator client, assignors."""
 
 from samsa.consumer.consumer import KafkaConsumer
-from samsa.consumer.errors import CommitFailedError, ConsumerClosedError, NoOffsetForPartitionError
+from samsa.consumer.errors import (
+    CommitFailedError,
+    ConsumerClosedError,
+    NoOffsetForPartitionError,
+)
 from samsa.consumer.records import (
     ConsumerRecord,
     ConsumerRecords,

@@ -2,7 +2,9 @@
 
 Each takes ``partitions_per_topic`` (topic -> partition count) and ``subscriptions``
 (member id -> Subscription) and returns member id -> list of TopicPartition.  Members are
-ordered by member id (Java orders by group.instance.id when both members have one).
+ordered as Java's ``MemberInfo``: static members (group.instance.id) first, by instance id,
+then dynamic members by member id -- so a restarted static member, which comes back with a
+new member id, takes the same place and the same partitions.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ __all__ = ["ASSIGNORS", "CooperativeStickyAssignor", "RangeAssignor", "RoundRobi
 
 
 def _member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
-    return sorted(subscriptions)
+    def key(member: str) -> tuple[int, str, str]:
+        instance = subscriptions[member].group_instance_id
+        return (0, instance, member) if instance is not None else (1, "", member)
+    return sorted(subscriptions, key=key)
 
 
 class RangeAssignor:
@@ -100,9 +105,9 @@ class CooperativeStickyAssignor:
         target: dict[str, list[TopicPartition]] = {m: [] for m in members}
         unassigned: list[TopicPartition] = []
         for tp in all_parts:
-            m = owner.get(tp)
-            if m is not None and len(target[m]) < quota[m]:
-                target[m].append(tp)
+            held = owner.get(tp)
+            if held is not None and len(target[held]) < quota[held]:
+                target[held].append(tp)
             elif eligible[tp]:
                 unassigned.append(tp)
         for tp in unassigned:

@@ -14,7 +14,6 @@ read values as ``cfg["fetch.min.bytes"]`` or ``cfg.fetch_min_bytes``.  Cross-che
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from samsa.config import Config, ConfigDef, ConfigEntry, Type, ValidChoice, at_least
 from samsa.consumer.deserializers import DESERIALIZER_ALIASES

@@ -11,7 +11,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Self
 
 from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.deserializers import as_deserialize_fn
@@ -369,7 +369,7 @@ class KafkaConsumer:
     def metrics(self) -> dict[str, Any]:
         return {}
 
-    def __enter__(self) -> KafkaConsumer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -46,7 +46,7 @@ from samsa.net.cluster import Node, TopicPartition
 from samsa.protocol import FetchRequest, ListOffsetsRequest
 from samsa.records import AnyBatch, ControlRecordType, iter_batches
 
-__all__ = ["CompletedFetch", "Fetcher", "EARLIEST", "LATEST"]
+__all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,19 @@ _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not lead
 class CompletedFetch:
     """One partition's data from one fetch response, consumed in pieces by poll()."""
 
-    __slots__ = ("_aborted", "_aborted_pids", "_batch", "_batches", "_records", "check_crcs",
-                 "fetch_offset", "next_offset", "read_committed", "tp", "leader_epoch")
+    __slots__ = (
+        "_aborted",
+        "_aborted_pids",
+        "_batch",
+        "_batches",
+        "_records",
+        "check_crcs",
+        "fetch_offset",
+        "leader_epoch",
+        "next_offset",
+        "read_committed",
+        "tp",
+    )
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: Any, check_crcs: bool,
                  read_committed: bool, aborted: list[Any] | None) -> None:

@@ -29,6 +29,9 @@ class Subscription:
     generation_id: int = -1
     rack_id: str | None = None
     version: int = SUBSCRIPTION_VERSION
+    # Not in the bytes: the leader fills it from JoinGroup's member list (assignors order
+    # static members by it).
+    group_instance_id: str | None = None
 
 
 @dataclass

@@ -31,8 +31,8 @@ def consume_all(consumer: KafkaConsumer, n: int, max_polls: int = 200) -> list[A
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_round_trip_every_codec(broker: Broker, produce: Callable[..., None], codec: str) -> None:
     topic = new_topic(f"codec-{codec}")
-    records = [dict(key=f"k{i}".encode(), value=f"value-{i}".encode() * 3, partition=i % 3,
-                    headers=[("h", f"{i}".encode()), ("n", None)], timestamp=1_700_000_000_000 + i)
+    records = [{"key": f"k{i}".encode(), "value": f"value-{i}".encode() * 3, "partition": i % 3,
+                    "headers": [("h", f"{i}".encode()), ("n", None)], "timestamp": 1_700_000_000_000 + i}
                for i in range(300)]
     produce(topic, records, **{"compression.type": codec})
     with KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers,
@@ -59,7 +59,7 @@ def test_round_trip_every_codec(broker: Broker, produce: Callable[..., None], co
 
 def test_deserializers_and_null_key(broker: Broker, produce: Callable[..., None]) -> None:
     topic = new_topic("deser")
-    produce(topic, [dict(value=b'{"a": 1}', partition=0), dict(key=b"x", value=None, partition=0)])
+    produce(topic, [{"value": b'{"a": 1}', "partition": 0}, {"key": b"x", "value": None, "partition": 0}])
     with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
                        key_deserializer="str", value_deserializer="json") as c:
         c.assign([TopicPartition(topic, 0)])
@@ -71,7 +71,7 @@ def test_deserializers_and_null_key(broker: Broker, produce: Callable[..., None]
 def test_seek_positions_pause_and_offsets(broker: Broker, produce: Callable[..., None]) -> None:
     topic = new_topic("seek")
     base_ts = 1_600_000_000_000
-    produce(topic, [dict(value=str(i).encode(), partition=0, timestamp=base_ts + 10 * i)
+    produce(topic, [{"value": str(i).encode(), "partition": 0, "timestamp": base_ts + 10 * i}
                     for i in range(50)])
     tp = TopicPartition(topic, 0)
     with KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "max.poll.records": 7}) as c:
@@ -108,7 +108,7 @@ def test_seek_positions_pause_and_offsets(broker: Broker, produce: Callable[...,
 
 def test_out_of_range_resets_to_earliest(broker: Broker, produce: Callable[..., None]) -> None:
     topic = new_topic("oor")
-    produce(topic, [dict(value=b"v", partition=1) for _ in range(5)])
+    produce(topic, [{"value": b"v", "partition": 1} for _ in range(5)])
     tp = TopicPartition(topic, 1)
     with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as c:
         c.assign([tp])
@@ -121,7 +121,7 @@ def test_out_of_range_with_reset_none_raises(broker: Broker, produce: Callable[.
     from samsa.errors import OffsetOutOfRangeError
 
     topic = new_topic("oor-none")
-    produce(topic, [dict(value=b"v", partition=0)])
+    produce(topic, [{"value": b"v", "partition": 0}])
     tp = TopicPartition(topic, 0)
     with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="none") as c:
         c.assign([tp])
@@ -133,7 +133,7 @@ def test_out_of_range_with_reset_none_raises(broker: Broker, produce: Callable[.
 
 def test_iteration_and_many_records(broker: Broker, produce: Callable[..., None]) -> None:
     topic = new_topic("iter")
-    produce(topic, [dict(value=b"x" * 100, partition=i % 3) for i in range(20000)],
+    produce(topic, [{"value": b"x" * 100, "partition": i % 3} for i in range(20000)],
             **{"compression.type": "lz4"})
     with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as c:
         c.assign([TopicPartition(topic, p) for p in range(3)])

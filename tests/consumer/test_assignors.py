@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from samsa.consumer.assignors import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor
+from samsa.consumer.assignors import (
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+)
 from samsa.consumer.protocol import (
     Assignment,
     Subscription,

@@ -118,11 +118,25 @@ def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
     try:
         ours.subscribe(["mixed"])
         theirs.subscribe(["mixed"])
-        for _ in range(150):
-            theirs.poll(0.1)
-            ours.poll(0.1)
-            if len(ours.assignment()) == 2 and len(theirs.assignment()) == 2:
-                break
+        # Each consumer polls on its own thread, as applications do: the mock answers a
+        # follower's SyncGroup that comes after the leader's with an error, so a member
+        # that is not polling when the JoinGroup answers arrive loses the round.
+        stop = threading.Event()
+
+        def keep_polling() -> None:
+            while not stop.is_set():
+                ours.poll(0.1)
+
+        t = threading.Thread(target=keep_polling)
+        t.start()
+        try:
+            for _ in range(150):
+                theirs.poll(0.1)
+                if len(ours.assignment()) == 2 and len(theirs.assignment()) == 2:
+                    break
+        finally:
+            stop.set()
+            t.join()
         mine = {(tp.topic, tp.partition) for tp in ours.assignment()}
         other = {(tp.topic, tp.partition) for tp in theirs.assignment()}
         assert len(mine) == 2 and len(other) == 2 and not (mine & other)
