@@ -2,7 +2,8 @@
 
 The architecture of Kafka's Java ``RecordAccumulator`` (seeds 000/002, modern 4.x behaviour):
 
-* ``append`` (caller's thread, the producer's hot path): per topic a dict partition -> deque
+* ``append`` (caller's thread; ``append_to_last`` is its one-call fast path for the common
+  case, the last batch taking the record): per topic a dict partition -> deque
   of :class:`~samsa.producer.batch.ProducerBatch`, each deque with its own lock.  Try the
   deque's last batch under the lock; if it is full, allocate memory from the
   :class:`~samsa.producer.buffer_pool.BufferPool` *outside* the lock (this may block up to
@@ -419,66 +420,6 @@ class RecordAccumulator:
         if info is None:
             info = self._topic_info(topic)
         partitioner = info.partitioner
-        # Fast path, nearly every record: the partition's last batch takes it.  Fullness and
-        # size are plain batch attributes, read once before and once after the append.
-        sticky: StickyPartitionInfo | None
-        if partition == UNKNOWN_PARTITION:
-            sticky = partitioner._sticky
-            effective = -1 if sticky is None else sticky.partition
-        else:
-            sticky = None
-            effective = partition
-        dq = info.batches.get(effective)
-        if dq:
-            with dq.lock:
-                last = dq[-1] if dq else None
-                if (
-                    last is not None
-                    and not self._closed
-                    and not last.appends_closed
-                    and last.size < last.size_limit
-                    and (sticky is None or partitioner._sticky is sticky)
-                ):
-                    before = last.size
-                    future = last.try_append(timestamp, key, value, headers, callback, now_ms)
-                    if future is not None:
-                        size = last.size
-                        full = size >= last.size_limit
-                        if sticky is not None:
-                            produced = sticky.produced_bytes = sticky.produced_bytes + size - before
-                            # Switch once batch.size bytes went here and the last batch is
-                            # full, or at twice batch.size (update_partition_info's rule).
-                            limit = partitioner.sticky_batch_size
-                            if produced >= limit and (full or produced >= 2 * limit):
-                                partitioner.update_partition_info(sticky, 0, cluster, full)
-                        return tuple.__new__(
-                            RecordAppendResult,
-                            (future, full or len(dq) > 1, False, False, size - before, effective),
-                        )
-                    last.close_for_record_appends()
-        return self._append_slow(
-            info, topic, partition, timestamp, key, value, headers, callback,
-            max_time_to_block_ms, abort_on_new_batch, now_ms, cluster,
-        )
-
-    def _append_slow(
-        self,
-        info: _TopicInfo,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        callback: RecordCallback | None,
-        max_time_to_block_ms: float,
-        abort_on_new_batch: bool,
-        now_ms: int,
-        cluster: ClusterView,
-    ) -> RecordAppendResult:
-        """append() when the last batch did not take the record: choose the sticky partition,
-        allocate memory (maybe blocking), retry the last batch, else start a new one."""
-        partitioner = info.partitioner
         in_progress = self._appends_in_progress
         in_progress.append(None)
         buffer: bytearray | None = None
@@ -560,6 +501,79 @@ class RecordAccumulator:
             if buffer is not None:
                 self._free.deallocate(buffer)
             in_progress.pop()
+
+    def append_to_last(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+        now_ms: int,
+        cluster: ClusterView,
+        wakeup: Callable[[], object],
+    ) -> RecordFuture | None:
+        """send()'s fast path: append to the partition's open last batch, in one call.
+
+        Returns the record's future, or None when :meth:`append` must run instead (no open
+        batch, a sticky partition switch pending, closed).  Calls ``wakeup()`` where append()
+        would report batch_is_full (the batch filled up, or more than one is queued).  Never
+        blocks; no result tuple per record.  Fullness and size are plain batch attributes.
+        """
+        info = self._topics.get(topic)
+        if info is None:
+            return None
+        sticky: StickyPartitionInfo | None
+        if partition == UNKNOWN_PARTITION:
+            partitioner = info.partitioner
+            sticky = partitioner._sticky
+            if sticky is None:
+                return None
+            dq = info.batches.get(sticky.partition)
+        else:
+            sticky = None
+            dq = info.batches.get(partition)
+        if not dq:
+            return None
+        with dq.lock:
+            if not dq or self._closed:
+                return None
+            last = dq[-1]
+            before = last.size
+            if (
+                last.appends_closed
+                or before >= last.size_limit
+                or (sticky is not None and partitioner._sticky is not sticky)
+            ):
+                return None
+            # ProducerBatch.try_append, inlined: this runs for nearly every record.
+            builder = last.builder
+            delta = builder.append(timestamp, key, value, headers)
+            if delta is None:
+                last.appends_closed = True
+                return None
+            future = RecordFuture(
+                last.result, delta, timestamp,
+                -1 if key is None else len(key), -1 if value is None else len(value),
+            )
+            last.futures.append(future)
+            if callback is not None:
+                last.thunks.append((delta, callback))
+            last.last_append_ms = now_ms
+            last.size = size = builder.estimated_size
+            full = size >= last.size_limit
+            if sticky is not None:
+                produced = sticky.produced_bytes = sticky.produced_bytes + size - before
+                # Switch once batch.size bytes went here and the last batch is full, or at
+                # twice batch.size (update_partition_info's rule, checked inline).
+                limit = partitioner.sticky_batch_size
+                if produced >= limit and (full or produced >= 2 * limit):
+                    partitioner.update_partition_info(sticky, 0, cluster, full)
+            if full or len(dq) > 1:
+                wakeup()
+            return future
 
     @staticmethod
     def _partition_changed(

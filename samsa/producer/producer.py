@@ -2,8 +2,10 @@
 
 ``send()`` runs on the caller's thread: interceptors -> wait for the topic's metadata (bounded
 by max.block.ms) -> serialize key and value -> partition -> size checks ->
-``RecordAccumulator.append`` (may block for buffer memory, within what is left of max.block.ms)
--> wake the Sender when a batch filled up or was created -> return the record's future.
+``RecordAccumulator.append_to_last`` (the common case: the partition's open batch takes the
+record) or else ``RecordAccumulator.append`` (may block for buffer memory, within what is left
+of max.block.ms) -> wake the Sender when a batch filled up or was created -> return the
+record's future.
 Everything else happens on the Sender thread (``sender.py``).
 
 Example::
@@ -248,6 +250,12 @@ class KafkaProducer:
                 self._record_too_large(size)
             if timestamp_ms is None:
                 timestamp_ms = time_ns() // 1_000_000
+            future = self._accumulator.append_to_last(
+                topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
+                on_delivery, now, view, self._wakeup_sender,
+            )
+            if future is not None:
+                return future
             result = self._accumulator.append(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
                 on_delivery, remaining_ms, False, now, view,

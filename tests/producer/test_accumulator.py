@@ -114,6 +114,70 @@ def test_append_fills_a_batch_then_starts_the_next() -> None:
     assert acc.has_incomplete() and acc.incomplete_count() == len(dq)
 
 
+def append_fast(
+    acc: RecordAccumulator, cluster: FakeCluster, wakes: list[int], partition: int = 0, callback: Any = None
+) -> Any:
+    """send()'s route: append_to_last, else append (waking where append's result says so)."""
+    future = acc.append_to_last(
+        "t", partition, 1_700_000_000_000, None, VALUE, None, callback, 0, cluster, lambda: wakes.append(1)
+    )
+    if future is not None:
+        return future
+    result = append(acc, cluster, partition=partition, callback=callback)
+    if result.batch_is_full or result.new_batch_created:
+        wakes.append(1)
+    return result.future
+
+
+def test_append_to_last_needs_an_open_batch() -> None:
+    acc, cluster = make(), FakeCluster(CLUSTER)
+    args = ("t", 0, 1, None, VALUE, None, None, 0, cluster, lambda: None)
+    assert acc.append_to_last(*args) is None  # no topic, no deque
+    first = append(acc, cluster).future
+    future = acc.append_to_last(*args)
+    assert future is not None and future.relative_offset == 1
+    assert acc.append_to_last("t", UNKNOWN_PARTITION, 1, None, VALUE, None, None, 0, cluster, lambda: None) is None
+    acc.get_deque("t", 0)[-1].close_for_record_appends()  # type: ignore[index]
+    assert acc.append_to_last(*args) is None
+    acc.close()
+    assert acc.append_to_last(*args) is None
+    assert first.relative_offset == 0
+
+
+def test_append_to_last_matches_append() -> None:
+    """Same batches, offsets, callbacks and wakeups as append() alone, keyed and sticky."""
+    for partition in (0, UNKNOWN_PARTITION):
+        slow, fast = make(batch_size=1024), make(batch_size=1024)
+        cluster = FakeCluster({"t": [1, 1, 1, 1]})
+        # Same "random" partition choices for both accumulators.
+        for acc in (slow, fast):
+            acc.built_in_partitioner("t").random_partition = iter(  # type: ignore[method-assign]
+                [2, 0, 3, 1, 2, 2, 0, 1] * 10
+            ).__next__
+        calls: dict[str, list[int]] = {"slow": [], "fast": []}
+        slow_wakes: list[int] = []
+        fast_wakes: list[int] = []
+        for i in range(60):
+            result = append(slow, cluster, partition=partition, callback=lambda m, e, i=i: calls["slow"].append(i))
+            if result.batch_is_full or result.new_batch_created:
+                slow_wakes.append(1)
+            append_fast(fast, cluster, fast_wakes, partition, callback=lambda m, e, i=i: calls["fast"].append(i))
+        layout = [
+            [
+                [(b.record_count, b.size, b.is_full()) for b in (acc.get_deque("t", p) or ())]
+                for p in range(4)
+            ]
+            for acc in (slow, fast)
+        ]
+        assert layout[0] == layout[1]
+        assert len(slow_wakes) == len(fast_wakes)
+        for acc, name in ((slow, "slow"), (fast, "fast")):
+            for p in range(4):
+                for batch in acc.get_deque("t", p) or ():
+                    batch.complete(0)
+            assert sorted(calls[name]) == list(range(60))
+
+
 def test_batch_memory_comes_from_the_pool_and_goes_back() -> None:
     acc, cluster = make(batch_size=1024, memory=10_000), FakeCluster(CLUSTER)
     append(acc, cluster)
