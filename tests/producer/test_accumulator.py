@@ -158,10 +158,10 @@ def test_append_to_last_matches_append() -> None:
         slow_wakes: list[int] = []
         fast_wakes: list[int] = []
         for i in range(60):
-            result = append(slow, cluster, partition=partition, callback=lambda m, e, i=i: calls["slow"].append(i))
+            result = append(slow, cluster, partition=partition, callback=lambda m, e, i=i, c=calls: c["slow"].append(i))
             if result.batch_is_full or result.new_batch_created:
                 slow_wakes.append(1)
-            append_fast(fast, cluster, fast_wakes, partition, callback=lambda m, e, i=i: calls["fast"].append(i))
+            append_fast(fast, cluster, fast_wakes, partition, callback=lambda m, e, i=i, c=calls: c["fast"].append(i))
         layout = [
             [
                 [(b.record_count, b.size, b.is_full()) for b in (acc.get_deque("t", p) or ())]
