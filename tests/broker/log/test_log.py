@@ -388,21 +388,35 @@ def _record(value_size: int) -> bytes:
 
 
 @pytest.mark.parametrize("value_size", [10, 100])  # one- and two-byte record lengths
-def test_walk_of_same_sized_records_checks_count_and_lengths(value_size: int) -> None:
-    from samsa.broker.log.log import _uniform_records, _walk_records
+def test_walk_of_records_checks_count_and_lengths(value_size: int) -> None:
+    from samsa.broker.log.log import _walk_records
 
     data = bytearray(_record(value_size) * 5)
-    assert _uniform_records(data, 0, len(data), 5)
     _walk_records(data, 0, len(data), 5, "batch")
     for wrong in (4, 6):
-        assert not _uniform_records(data, 0, len(data), wrong)
         with pytest.raises(InvalidRecordError):
             _walk_records(data, 0, len(data), wrong, "batch")
-    # A middle record one byte longer and the next one byte shorter: same total, wrong layout.
+    # Runs of different lengths, as offset deltas widen.
+    runs = bytearray(_record(value_size) * 70 + _record(value_size + 1) * 30
+                     + _record(value_size) * 3)
+    _walk_records(runs, 0, len(runs), 103, "batch")
+    with pytest.raises(InvalidRecordError):
+        _walk_records(runs, 0, len(runs), 102, "batch")
+    # A middle record one byte longer and the next one byte shorter: same total, still valid.
     bad = bytearray(_record(value_size) * 2 + _record(value_size + 1) + _record(value_size - 1)
                     + _record(value_size))
-    assert not _uniform_records(bad, 0, len(bad), 5)
-    _walk_records(bad, 0, len(bad), 5, "batch")  # still 5 well-formed records
+    _walk_records(bad, 0, len(bad), 5, "batch")
     bad[len(_record(value_size)) * 2] += 8  # a length that overruns its neighbours
     with pytest.raises((CorruptRecordError, InvalidRecordError)):
         _walk_records(bad, 0, len(bad), 5, "batch")
+    with pytest.raises((CorruptRecordError, InvalidRecordError)):
+        _walk_records(data, 0, len(data) - 1, 5, "batch")  # the last record is cut short
+
+
+def test_walk_of_records_of_all_different_sizes() -> None:
+    from samsa.broker.log.log import _walk_records
+
+    data = bytearray(b"".join(_record(10 + i % 7 * 30) for i in range(200)))
+    _walk_records(data, 0, len(data), 200, "batch")
+    with pytest.raises(InvalidRecordError):
+        _walk_records(data, 0, len(data), 199, "batch")
