@@ -16,7 +16,13 @@ from pyspark.sql.datasource import InputPartition
 
 from samsa.errors import ConfigError
 from samsa.net.cluster import TopicPartition
-from samsa.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions, Subscription
+from samsa.spark.options import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    SourceOptions,
+    Subscription,
+)
 
 __all__ = [
     "OffsetRange",
@@ -106,8 +112,10 @@ class OffsetResolver:
         if subscription.kind == "assign":
             return sorted(subscription.partitions)
         topics = self._consumer.list_topics()
+        # A pattern skips internal topics (as exclude.internal.topics); a named topic is read.
+        skip_internal = subscription.kind == "subscribePattern"
         out = [TopicPartition(t, p.partition) for t, infos in topics.items()
-               if not t.startswith("__") and subscription.matches(t) for p in infos]
+               if not (skip_internal and t.startswith("__")) and subscription.matches(t) for p in infos]
         return sorted(out)
 
     def earliest(self, parts: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -127,15 +135,14 @@ class OffsetResolver:
             return self.earliest(parts)
         if spec.kind == "latest":
             return self.latest(parts)
-        if spec.kind in ("offsets", "timestamps"):
-            if set(spec.per_partition) != set(parts):
-                raise ConfigError(spec.option, (
-                    "if it names specific partitions it must name all of them (use -2 for earliest, "
-                    "-1 for latest); given " + ", ".join(sorted(map(str, spec.per_partition)))
-                    + "; the subscription has " + ", ".join(map(str, parts))))
+        if spec.kind in ("offsets", "timestamps") and set(spec.per_partition) != set(parts):
+            raise ConfigError(spec.option, (
+                "if it names specific partitions it must name all of them (use -2 for earliest, "
+                "-1 for latest); given " + ", ".join(sorted(map(str, spec.per_partition)))
+                + "; the subscription has " + ", ".join(map(str, parts))))
         if spec.kind == "offsets":
             wanted = dict(spec.per_partition)
-            out = {}
+            out: dict[TopicPartition, int] = {}
             need_earliest = [tp for tp, o in wanted.items() if o == EARLIEST]
             need_latest = [tp for tp, o in wanted.items() if o == LATEST]
             out.update(self.earliest(need_earliest))

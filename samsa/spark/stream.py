@@ -23,7 +23,13 @@ from pyspark.sql.streaming.datasource import (
 from samsa.net.cluster import TopicPartition
 from samsa.spark.errors import DataLossError
 from samsa.spark.fetch import read_range
-from samsa.spark.offsets import OffsetRange, OffsetResolver, from_json, split_ranges, to_json
+from samsa.spark.offsets import (
+    OffsetRange,
+    OffsetResolver,
+    from_json,
+    split_ranges,
+    to_json,
+)
 from samsa.spark.options import SourceOptions
 
 __all__ = ["SamsaStreamReader", "rate_limit"]

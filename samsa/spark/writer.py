@@ -47,10 +47,9 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
         if name in fields and not isinstance(fields[name], (StringType, BinaryType)):
             raise ConfigError(name, f"{name} attribute type must be a string or binary, "
                                     f"not {fields[name].simpleString()}")
-    if options.topic is None:
-        if "topic" not in fields:
-            raise ConfigError("topic", "topic option required when no 'topic' attribute is present; set "
-                                       ".option('topic', ...) or add a string 'topic' column")
+    if options.topic is None and "topic" not in fields:
+        raise ConfigError("topic", "topic option required when no 'topic' attribute is present; set "
+                                   ".option('topic', ...) or add a string 'topic' column")
     if "topic" in fields and not isinstance(fields["topic"], StringType):
         raise ConfigError("topic", f"topic attribute type must be a string, not {fields['topic'].simpleString()}")
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 from pyspark.sql import Row
-from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from samsa.consumer.consumer import KafkaConsumer
 
