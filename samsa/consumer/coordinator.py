@@ -279,6 +279,10 @@ class ConsumerCoordinator:
                 self._handle_group_error(code, "Heartbeat")
             if subs.mode == "pattern":
                 self._update_pattern_subscription()
+            if self.generation < 0 and self.phase == IDLE and subs.assigned_partitions():
+                # Membership ended while away (max.poll.interval.ms): the partitions may be
+                # someone else's already; say so before anything else.
+                self._lose(subs.assigned_partitions())
             if self.coordinator is None:
                 self._lookup_coordinator(now)
             self._drive_rebalance(now)
