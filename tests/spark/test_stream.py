@@ -84,3 +84,27 @@ def test_streaming_data_loss_fails_then_skips(
     assert len(got) == len(set(got))
     assert set(got) == ({(0, i) for i in [*range(10), *range(15, 20)]}
                         | {(p, i) for p in (1, 2, 3) for i in range(20)})
+
+
+def test_streaming_write_copies_a_topic(
+        spark: Any, kafka_options: dict[str, str], new_topic: Callable[..., str],
+        produce: Callable[..., None], tmp_path: Path) -> None:
+    source, sink = new_topic(), new_topic()
+    produce(source, [(p, f"k{p}-{i}".encode(), f"{p}:{i}".encode(), [("n", str(i).encode())], None)
+                     for p in range(4) for i in range(25)])
+    query = (spark.readStream.format("samsa").options(**kafka_options)
+             .option("subscribe", source).option("startingOffsets", "earliest")
+             .option("includeHeaders", "true").load()
+             .selectExpr("key", "value", "headers", "partition")
+             .writeStream.format("samsa").options(**kafka_options).option("topic", sink)
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = (spark.read.format("samsa").options(**kafka_options).option("subscribe", sink)
+            .option("includeHeaders", "true").load().collect())
+    assert len(rows) == 100
+    for r in rows:
+        p, i = r.value.decode().split(":")
+        assert r.partition == int(p)  # the partition column was honoured
+        assert r.key == f"k{p}-{i}".encode()
+        assert [(h.key, h.value) for h in r.headers] == [("n", i.encode())]
