@@ -9,15 +9,15 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
-# Peers the tests drive that do not come from PyPI (kcat, Java).
+# Peers that do not come from PyPI: kcat (tests) and Java (Spark, for `make run` and the tests).
 system-deps:
 	@./scripts/system-deps.sh
 
-run: $(STAMP)
-	$(PY) -m samsa.selfcheck
+run: system-deps $(STAMP)
+	$(PY) -m samsa.cli pipeline
 
 test: system-deps $(STAMP)
 	$(PY) -m pytest -q

@@ -15,6 +15,7 @@ _SUBCOMMANDS = [
     "samsa.cli.topics_cmd",
     "samsa.cli.produce_cmd",
     "samsa.cli.perf_cmd",
+    "samsa.cli.pipeline_cmd",
     "samsa.cli.consume_cmd",
     "samsa.cli.groups_cmd",
     "samsa.cli.perf_consume_cmd",
