@@ -285,6 +285,9 @@ def test_poll_returns_while_the_group_waits_and_max_poll_interval_leave(gbroker:
                 break
         assert len(c1.assignment()) == 12
         # c1 stops polling.  c2's join waits for c1 (rebalance); poll(0.1) still returns.
+        # (c2 joins a little later so that c1's max.poll.interval.ms leave, not the broker's
+        # rebalance timeout, is what ends c1's membership.)
+        time.sleep(0.5)
         c2.subscribe(["g-slow"])
         polls = 0
         while len(c2.assignment()) != 12:
