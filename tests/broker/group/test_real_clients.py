@@ -49,7 +49,12 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(count):
-        producer.produce(topic, value=b"%d" % i, partition=i % partitions)
+        while True:
+            try:
+                producer.produce(topic, value=b"%d" % i, partition=i % partitions)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.05)
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(30) == 0
@@ -107,7 +112,7 @@ class Worker(threading.Thread):
             self.consumer.subscribe([self.topic])
             deadline = time.monotonic() + PATIENCE
             while time.monotonic() < deadline:
-                batch = self.consumer.consume(100, 0.2)
+                batch = self.consumer.consume(500, 0.2)
                 good = [m for m in batch if m.error() is None]
                 if good:
                     time.sleep(0.005)  # "processing": keeps one member from doing it all
@@ -133,11 +138,11 @@ class Worker(threading.Thread):
 
 
 def test_three_confluent_consumers_share_and_take_over(broker: Broker) -> None:
-    bs, topic, n = broker.bootstrap_servers, "group-share", 30_000
+    bs, topic, n = broker.bootstrap_servers, "group-share", 300_000
     produce(bs, topic, n, 12)
     seen: Counter[bytes] = Counter()
     lock = threading.Lock()
-    quitter = Worker(bs, "share", topic, seen, lock, n, stop_after=3000)
+    quitter = Worker(bs, "share", topic, seen, lock, n, stop_after=30_000)
     stayers = [Worker(bs, "share", topic, seen, lock, n) for _ in range(2)]
     for w in [quitter, *stayers]:
         w.start()
