@@ -1,7 +1,14 @@
 """The DataSource named "samsa": Spark's Kafka source and sink, over Samsa's clients.
 
 Switching a job from Spark's built-in Kafka connector is a change of the format name:
-the options, the row schema and the offset JSON are Spark's.
+the options, the row schema and the offset JSON are Spark's.  Two differences come from
+PySpark, not from us: a Python data source is only offered the save modes append and overwrite
+(PySpark itself refuses the default errorifexists and ignore with
+UNSUPPORTED_DATA_SOURCE_SAVE_MODE), so batch writes need ``.mode("append")``; and overwrite is
+refused here because a topic can only be appended to.  In an editable install, PySpark's
+auto-registration cannot see the ``pyspark_samsa`` module (the editable finder hides it from
+``pkgutil.iter_modules``): call :func:`samsa.spark.register` or put the repository root on
+``PYTHONPATH``.
 """
 
 from __future__ import annotations
