@@ -64,8 +64,9 @@ class PipelineConfig:
     max_offsets_per_trigger: int | None = None
     archive_max_offsets_per_trigger: int | None = 20_000
     # Where the aggregation takes event time from: "timestamp" (the record's, which the produce
-    # stage sets to the scheduled departure) or "sched_dep" (the same instant, in the value).
-    event_time: str = "sched_dep"
+    # stage sets to the scheduled departure), "sched_dep" (the same instant, in the value), or
+    # "auto": the record timestamp if the sink kept it, else sched_dep.
+    event_time: str = "auto"
     months: tuple[int, ...] | None = None  # a subset of 2013 (tests); None = the whole year
     progress: bool = True
     work_dir: Path | None = None  # checkpoints and the unzipped CSV; default a temp dir
@@ -92,6 +93,7 @@ class PipelineResult:
     origins: pd.DataFrame | None = None
     reference: pd.DataFrame | None = None  # pandas over the CSV
     dropped_late: int = 0
+    event_time: str = ""  # "timestamp" (record timestamps) or "sched_dep" (from the value)
     mismatches: list[str] = field(default_factory=list)
 
     @property
@@ -144,6 +146,22 @@ def _await(spark: SparkSession, query: StreamingQuery, desc: str, topic: str,
     if query.exception() is not None:  # awaitTermination raises; this is belt and braces
         raise PipelineError(f"{desc} query failed: {query.exception()}")
     return records_between(start, query_offsets(query), topic)
+
+
+def _event_time_source(topics: Topics, start: dict[int, int], end: dict[int, int]) -> str:
+    """"timestamp" if the first flight written carries its scheduled departure as the record
+    timestamp, else "sched_dep" (a sink that ignores the timestamp column stamps send time)."""
+    import datetime as dt
+    import json
+
+    partition = next(p for p in sorted(end) if end[p] > start.get(p, 0))
+    first = topics.first_record(delays.FLIGHTS_TOPIC, partition, start.get(partition, 0))
+    if first is None or not first[1]:
+        raise PipelineError(f"no record came back from topic {delays.FLIGHTS_TOPIC}")
+    stamp_ms, value = first
+    assert value is not None
+    sched = dt.datetime.fromisoformat(json.loads(value)["sched_dep"])  # 3.11 parses the "Z"
+    return "timestamp" if int(sched.timestamp() * 1000) == stamp_ms else "sched_dep"
 
 
 def _dropped_late(query: StreamingQuery) -> int:
@@ -214,11 +232,19 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig,
             raise PipelineError(f"topic {delays.FLIGHTS_TOPIC} gained {in_topic:,} records, "
                                 f"expected {n:,} flights + {n_flights_parts} markers")
 
+        event_time = config.event_time
+        if event_time == "auto":
+            event_time = _event_time_source(topics, flights_start, flights_end)
+            log("event time: record timestamps" if event_time == "timestamp" else
+                "event time: sched_dep in the value (the sink did not keep record timestamps)")
+
+        result.event_time = event_time
+
         # 3. aggregate
         t0 = time.perf_counter()
         parsed = delays.parse_flights(_source(spark, servers, delays.FLIGHTS_TOPIC,
                                               flights_start, config.max_offsets_per_trigger),
-                                      config.event_time)
+                                      event_time)
         stats = delays.delay_stats(parsed, f"{config.watermark_minutes} minutes")
         query = (delays.to_stat_records(stats).writeStream.format("samsa")
                  .option("kafka.bootstrap.servers", servers)

@@ -39,6 +39,25 @@ class Topics:
         found = self._consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
         return {tp.partition: off for tp, off in found.items()}
 
+    def first_record(self, topic: str, partition: int, offset: int,
+                     timeout: float = 30.0) -> tuple[int, bytes | None] | None:
+        """(timestamp ms, value) of the first record at or after ``offset``; None if none."""
+        import time
+
+        consumer = KafkaConsumer({"bootstrap.servers": self.bootstrap_servers,
+                                  "enable.auto.commit": False})
+        try:
+            tp = TopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, offset)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                for record in consumer.poll(0.5):
+                    return record.timestamp, record.value
+            return None
+        finally:
+            consumer.close()
+
     def close(self) -> None:
         if self._consumer is not None:
             self._consumer.close()

@@ -43,6 +43,7 @@ def test_per_carrier_figures_equal_pandas(result: Any) -> None:
     assert got["mean_dep_delay"].tolist() == pytest.approx(expected["mean_dep_delay"].tolist(),
                                                             rel=1e-12)
     assert result.mismatches == [] and result.dropped_late == 0 and result.ok
+    assert result.event_time in ("timestamp", "sched_dep")
 
 
 def test_per_origin_figures_equal_pandas(result: Any) -> None:
