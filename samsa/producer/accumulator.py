@@ -558,9 +558,8 @@ class RecordAccumulator:
                 last.result, delta, timestamp,
                 -1 if key is None else len(key), -1 if value is None else len(value),
             )
-            last.futures.append(future)
             if callback is not None:
-                last.thunks.append((delta, callback))
+                last.thunks.append((callback, future))
             last.last_append_ms = now_ms
             last.size = size = builder.estimated_size
             full = size >= last.size_limit

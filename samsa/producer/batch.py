@@ -2,9 +2,10 @@
 
 A batch wraps a :class:`samsa.records.RecordBatchBuilder`.  ``try_append`` encodes a record
 into it and returns the record's :class:`~samsa.producer.future.RecordFuture`, or None when
-the batch is full (the accumulator then starts a new batch).  The futures are kept in record
-order; callbacks, when given, as thunks ``(index, callback)`` that run once when the batch
-completes.  ``size`` (the builder's estimated size after the last append) and ``size_limit``
+the batch is full (the accumulator then starts a new batch).  The batch keeps no per-record
+object unless the record has a callback: then a thunk ``(callback, future)``, run once when the
+batch completes.  (A future the caller drops dies young, which keeps the garbage collector's
+full collections away from the send path.)  ``size`` (the builder's estimated size after the last append) and ``size_limit``
 are plain attributes so the accumulator's hot path reads fullness without calls.
 
 Life cycle (who calls what):
@@ -137,7 +138,6 @@ class ProducerBatch:
         "current_leader_epoch",
         "drained_ms",
         "final_state",
-        "futures",
         "initial_capacity",
         "is_split_batch",
         "last_append_ms",
@@ -170,9 +170,8 @@ class ProducerBatch:
         self.result = ProduceRequestResult(
             topic_partition.topic, topic_partition.partition
         )
-        self.futures: list[RecordFuture] = []
-        # (record index, callback) for the records sent with a callback, in record order.
-        self.thunks: list[tuple[int, RecordCallback]] = []
+        # (callback, future) for the records sent with a callback, in record order.
+        self.thunks: list[tuple[RecordCallback, RecordFuture]] = []
         # The builder's estimated size, refreshed on every append; is_full() compares it.
         self.size = builder.estimated_size
         self.size_limit = builder.batch_size_limit
@@ -219,16 +218,15 @@ class ProducerBatch:
             -1 if key is None else len(key),
             -1 if value is None else len(value),
         )
-        self.futures.append(future)
         if callback is not None:
-            self.thunks.append((delta, callback))
+            self.thunks.append((callback, future))
         self.last_append_ms = now_ms
         self.size = builder.estimated_size
         return future
 
     @property
     def record_count(self) -> int:
-        return len(self.futures)
+        return self.builder.record_count
 
     def estimated_size_in_bytes(self) -> int:
         return self.builder.estimated_size
@@ -318,7 +316,7 @@ class ProducerBatch:
 
     @property
     def last_sequence(self) -> int:
-        return self.builder.base_sequence + len(self.futures) - 1
+        return self.builder.base_sequence + self.builder.record_count - 1
 
     def has_sequence(self) -> bool:
         return self.builder.base_sequence != NO_SEQUENCE
@@ -437,13 +435,12 @@ class ProducerBatch:
         # The result must be set before callbacks run: they read their metadata from it.
         result.set(base_offset, log_append_time, error, record_errors)
         failed = error is not None
-        futures = self.futures
-        for index, callback in self.thunks:
+        for callback, future in self.thunks:
             try:
                 if failed:
-                    callback(None, result.error_for(index))
+                    callback(None, result.error_for(future.relative_offset))
                 else:
-                    callback(futures[index].value(), None)
+                    callback(future.value(), None)
             except Exception:
                 log.exception(
                     "Error in a send callback for a record sent to %s",
@@ -456,40 +453,46 @@ class ProducerBatch:
     def split(self, split_batch_size: int) -> list[ProducerBatch]:
         """Re-batch this batch's records into batches of at most ``split_batch_size`` bytes.
 
-        The records' futures are chained to their new batches, this batch's result completes
+        The records' futures follow them to their new batches (``ProduceRequestResult.moved_to``,
+        set before this batch's result completes), this batch's result completes
         with RecordListTooLargeError (followed by the chained futures, not seen by users), and
         sequences are carried over when this batch had one.  New batches are "split batches":
         their memory is not from the BufferPool.
         """
         data = self.builder.build()
         records = RecordBatch(data).records()
-        if len(records) != len(self.futures):
+        if len(records) != self.record_count:
             raise IllegalStateError(
-                f"batch for {self.topic_partition} holds {len(records)} records but {len(self.futures)} futures"
+                f"batch for {self.topic_partition} holds {len(records)} records but counted {self.record_count}"
             )
         if not records:
             raise IllegalStateError("cannot split an empty producer batch")
         batches: list[ProducerBatch] = []
         batch: ProducerBatch | None = None
-        callbacks = dict(self.thunks)
-        for index, (record, future) in enumerate(zip(records, self.futures)):
+        callbacks = {future.relative_offset: callback for callback, future in self.thunks}
+        moved_to: list[RecordFuture] = []
+        for index, record in enumerate(records):
             callback = callbacks.get(index)
-            if batch is None or not batch._append_for_split(
-                record.timestamp, record.key, record.value, record.headers, future, callback
-            ):
+            future = None if batch is None else batch._append_for_split(
+                record.timestamp, record.key, record.value, record.headers, callback
+            )
+            if future is None:
                 if batch is not None:
                     batch.close_for_record_appends()
                     batches.append(batch)
                 batch = self._new_split_batch(
                     record.key, record.value, record.headers, split_batch_size
                 )
-                batch._append_for_split(
-                    record.timestamp, record.key, record.value, record.headers, future, callback
+                future = batch._append_for_split(
+                    record.timestamp, record.key, record.value, record.headers, callback
                 )
+                assert future is not None  # a new batch takes its first record
+            moved_to.append(future)
         assert batch is not None
         batch.close_for_record_appends()
         batches.append(batch)
 
+        self.result.moved_to = moved_to
         self.result.set(
             INVALID_OFFSET,
             NO_TIMESTAMP,
@@ -540,18 +543,13 @@ class ProducerBatch:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[Header] | None,
-        old_future: RecordFuture,
         callback: RecordCallback | None,
-    ) -> bool:
-        """Move one record of a split batch here; its old future follows the new one."""
-        future = self.try_append(timestamp, key, value, headers or None, callback, self.created_ms)
-        if future is None:
-            return False
-        old_future.chain(future)
-        return True
+    ) -> RecordFuture | None:
+        """Move one record of a split batch here; its new future, None if it does not fit."""
+        return self.try_append(timestamp, key, value, headers or None, callback, self.created_ms)
 
     def __repr__(self) -> str:
-        return f"ProducerBatch({self.topic_partition}, records={len(self.futures)}, attempts={self.attempts})"
+        return f"ProducerBatch({self.topic_partition}, records={self.record_count}, attempts={self.attempts})"
 
 
 def monotonic_ms() -> int:

@@ -12,9 +12,10 @@ Completion sequence (done by ``ProducerBatch``): ``result.set(...)``, then the b
 callbacks run in record order, then ``result.mark_done()`` wakes ``get()`` callers and runs
 callbacks added later with :meth:`RecordFuture.add_callback`.
 
-When a batch is split after MESSAGE_TOO_LARGE, each old record future is ``chain()``-ed to
-the record's future in the new batch before the old result completes; ``get()``, ``done()``
-and ``value()`` then follow the chain.
+When a batch is split after MESSAGE_TOO_LARGE, the old result's ``moved_to`` lists each
+record's future in the new batches (set before the old result completes); ``get()``,
+``done()`` and ``value()`` follow it (and ``chain()``, which links one future explicitly).
+The batch holds no reference to futures without callbacks, so a dropped future dies young.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ProduceRequestResult:
         "base_offset",
         "error",
         "log_append_time",
+        "moved_to",
         "partition",
         "record_errors",
         "topic",
@@ -88,6 +90,8 @@ class ProduceRequestResult:
         self.record_errors: Mapping[int, BaseException] | None = None
         self._event = threading.Event()
         self._listeners: list[Callable[[], object]] | None = None
+        # After a split: the future of each record (by relative offset) in its new batch.
+        self.moved_to: list[RecordFuture] | None = None
 
     def set(
         self,
@@ -205,14 +209,23 @@ class RecordFuture:
         else:
             self._next.chain(future)
 
+    def _successor(self) -> RecordFuture | None:
+        """Where the record went when its batch was split (None: it is still here)."""
+        nxt = self._next
+        if nxt is None:
+            moved_to = self._result.moved_to
+            if moved_to is not None:
+                nxt = moved_to[self._relative_offset]
+        return nxt
+
     def _final(self) -> RecordFuture:
         future = self
-        while future._next is not None:
-            future = future._next
+        while (nxt := future._successor()) is not None:
+            future = nxt
         return future
 
     def done(self) -> bool:
-        nxt = self._next
+        nxt = self._successor()
         if nxt is not None:
             return nxt.done()
         return self._result.is_done()
@@ -248,13 +261,14 @@ class RecordFuture:
                         "delivery.timeout.ms; a longer get() timeout waits for that)",
                         None if timeout is None else timeout * 1000.0,
                     )
-            if future._next is None:
+            nxt = future._successor()
+            if nxt is None:
                 return future
-            future = future._next
+            future = nxt
 
     def value(self) -> RecordMetadata:
         """Metadata of a completed record (raises its error if it failed)."""
-        nxt = self._next
+        nxt = self._successor()
         if nxt is not None:
             return nxt.value()
         result = self._result
@@ -279,7 +293,7 @@ class RecordFuture:
 
     def outcome(self) -> tuple[RecordMetadata | None, BaseException | None]:
         """(metadata, None) or (None, error) of a completed record, for callbacks."""
-        nxt = self._next
+        nxt = self._successor()
         if nxt is not None:
             return nxt.outcome()
         error = self._result.error_for(self._relative_offset)
@@ -295,13 +309,14 @@ class RecordFuture:
         """
 
         def fire() -> None:
-            if self._next is not None:  # split: wait for the record's new batch
-                self._next.add_callback(callback)
+            moved = self._successor()
+            if moved is not None:  # split: wait for the record's new batch
+                moved.add_callback(callback)
                 return
             metadata, error = self.outcome()
             callback(metadata, error)
 
-        nxt = self._next
+        nxt = self._successor()
         if nxt is not None:
             nxt.add_callback(callback)
         else:

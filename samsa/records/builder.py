@@ -115,6 +115,7 @@ class RecordBatchBuilder:
         "batch_size_limit",
         "compression",
         "compression_level",
+        "estimated_size",
         "is_control",
         "is_transactional",
         "log_append_time_ms",
@@ -156,15 +157,18 @@ class RecordBatchBuilder:
         self.log_append_time_ms = log_append_time_ms
         self._estimated_ratio: float | None = None
         self._soft_limit = batch_size_limit
-        if self.compression != Compression.NONE:
-            self.set_estimated_compression_ratio(estimated_compression_ratio)
         # The header is reserved up front so that an uncompressed build needs no copy.
         self._buf = bytearray(RECORD_BATCH_OVERHEAD)
+        # Size of the built batch: exact once built or uncompressed, estimated otherwise.
+        # An attribute kept current by append (the producer reads it after every record).
+        self.estimated_size = RECORD_BATCH_OVERHEAD
         self._count = 0
         self._base_timestamp = -1
         self._max_timestamp = -1
         self._built: bytes | None = None
         self._uncompressed_size = 0
+        if self.compression != Compression.NONE:
+            self.set_estimated_compression_ratio(estimated_compression_ratio)
 
     def append(
         self,
@@ -214,6 +218,10 @@ class RecordBatchBuilder:
             return None
         buf += length
         buf += record
+        ratio = self._estimated_ratio
+        self.estimated_size = (
+            len(buf) if ratio is None else RECORD_BATCH_OVERHEAD + int((len(buf) - RECORD_BATCH_OVERHEAD) * ratio)
+        )
         self._count = count + 1
         return count
 
@@ -248,6 +256,8 @@ class RecordBatchBuilder:
         # Below this many uncompressed bytes (plus the new record) the estimate cannot exceed
         # the limit, so append can skip the exact check: estimate + added <= ratio * (len + added).
         self._soft_limit = self.batch_size_limit if ratio <= 1.0 else int(self.batch_size_limit / ratio)
+        if self._built is None:
+            self.estimated_size = RECORD_BATCH_OVERHEAD + int((len(self._buf) - RECORD_BATCH_OVERHEAD) * ratio)
 
     def set_producer_state(
         self,
@@ -279,15 +289,6 @@ class RecordBatchBuilder:
     def uncompressed_size(self) -> int:
         """Header plus the records as encoded so far, before compression."""
         return self._uncompressed_size if self._built is not None else len(self._buf)
-
-    @property
-    def estimated_size(self) -> int:
-        """Size of the built batch: exact once built or uncompressed, estimated otherwise."""
-        if self._built is not None:
-            return len(self._built)
-        if self._estimated_ratio is None:
-            return len(self._buf)
-        return RECORD_BATCH_OVERHEAD + int((len(self._buf) - RECORD_BATCH_OVERHEAD) * self._estimated_ratio)
 
     @property
     def attributes(self) -> int:
@@ -337,6 +338,7 @@ class RecordBatchBuilder:
         with memoryview(buf) as view:
             _CRC.pack_into(buf, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
         self._built = bytes(buf)
+        self.estimated_size = len(buf)
         self._uncompressed_size = len(self._buf)
         self._buf = bytearray()  # release the uncompressed copy
         return self._built

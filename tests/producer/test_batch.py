@@ -226,6 +226,37 @@ def test_split_chains_futures_and_carries_sequences() -> None:
     assert [md.offset for md, _ in rec.calls] == list(range(1000, 1020))
 
 
+def test_only_records_with_callbacks_keep_a_thunk_and_split_moves_them() -> None:
+    batch = new_batch(limit=10_000)
+    rec = Recorder()
+    # Every third record has a callback; the others' futures are held by nobody but us.
+    futures = [
+        batch.try_append(100 + i, None, b"v" * 100, None, rec if i % 3 == 0 else None, 0)
+        for i in range(12)
+    ]
+    assert [f.relative_offset for _, f in batch.thunks] == [0, 3, 6, 9]  # type: ignore[union-attr]
+    batch.close()
+    parts = batch.split(600)
+    assert len(parts) > 1 and sum(len(p.thunks) for p in parts) == 4
+    # The first part succeeds, the second fails one record, the rest succeed.
+    offset = 500
+    for n, p in enumerate(parts):
+        if n == 1:
+            p.complete_exceptionally(RecordListTooLargeError("batch"), {0: ValueError("record 0 of part 1")})
+        else:
+            p.complete(offset)
+        offset += p.record_count
+    outcomes = [f.exception(0) for f in futures]  # type: ignore[union-attr]
+    assert [type(e).__name__ if e else None for e in outcomes].count("ValueError") == 1
+    called = {(md.offset if md else None, type(err).__name__ if err else None) for md, err in rec.calls}
+    assert len(rec.calls) == 4
+    for i in (0, 3, 6, 9):
+        f = futures[i]
+        err = f.exception(0)  # type: ignore[union-attr]
+        expected = (None, type(err).__name__) if err else (f.get(0).offset, None)  # type: ignore[union-attr]
+        assert expected in called
+
+
 @given(
     st.one_of(st.none(), st.binary(max_size=300)),
     st.one_of(st.none(), st.binary(max_size=3000)),
