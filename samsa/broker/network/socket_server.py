@@ -21,7 +21,9 @@ __all__ = ["Acceptor", "SocketServer"]
 log = logging.getLogger("samsa.broker.network")
 
 # Read-ahead per connection while one of its requests is being handled (see processor.py).
-DEFAULT_MAX_PENDING_FRAMES = 32
+# The frame cap is high enough that a pipelining producer of small batches rarely pauses (each
+# resume costs a processor wakeup); the byte cap bounds the memory.
+DEFAULT_MAX_PENDING_FRAMES = 128
 DEFAULT_MAX_PENDING_BYTES = 4 * 1024 * 1024
 
 
