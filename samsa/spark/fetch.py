@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from samsa.errors import OffsetOutOfRangeError
@@ -42,24 +43,37 @@ def _consumer(client: Mapping[str, str]) -> Any:
     return consumer
 
 
-_TS_MS = pa.timestamp("ms", tz="UTC")
 _TS_US = pa.timestamp("us", tz="UTC")
 
 
 def to_record_batch(topic: str, partition: int, rows: list[Any], include_headers: bool) -> pa.RecordBatch:
-    """ConsumerRecords of one partition -> a RecordBatch in the source's schema."""
+    """ConsumerRecords of one partition -> a RecordBatch in the source's schema.
+
+    Columns that are constant or dense (topic, partition, timestampType, offsets) are built
+    with numpy instead of from per-record Python objects.
+    """
     schema = arrow_schema(include_headers)
     n = len(rows)
     # ConsumerRecord: topic, partition, offset, timestamp, timestamp_type, key, value, headers, ...
     _, _, offsets, stamps, types, keys, values, headers, *_ = zip(*rows, strict=True)
+    first = offsets[0]
+    if offsets[-1] - first == n - 1:  # no gaps (the usual case): 0.5 ns a row instead of 20
+        offset_col = pa.array(np.arange(first, first + n, dtype=np.int64))
+    else:
+        offset_col = pa.array(offsets, pa.int64())
+    kind = int(types[0])
+    if types.count(types[0]) == n:
+        type_col = pa.array(np.full(n, kind, dtype=np.int32))
+    else:
+        type_col = pa.array(list(map(int, types)), pa.int32())
     columns = [
         pa.array(keys, pa.binary()),
         pa.array(values, pa.binary()),
-        pa.array([topic] * n, pa.string()),
-        pa.array([partition] * n, pa.int32()),
-        pa.array(offsets, pa.int64()),
-        pa.array(stamps, _TS_MS).cast(_TS_US),
-        pa.array([int(t) for t in types], pa.int32()),
+        pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32)),
+        pa.array(np.full(n, partition, dtype=np.int32)),
+        offset_col,
+        pa.array(np.fromiter(stamps, np.int64, n) * 1000, _TS_US),
+        type_col,
     ]
     if include_headers:
         columns.append(pa.array([h or None for h in headers], schema.field("headers").type))

@@ -1,39 +1,63 @@
-"""Batch and streaming sink: Arrow batches in, one idempotent producer per worker process.
+"""Batch and streaming sink: Arrow batches in, one idempotent producer per writing task.
 
 Columns as Spark's Kafka sink: ``value`` (required, string or binary), ``key`` (string or
 binary), ``headers`` (array<struct<key:string,value:binary>>), ``topic`` (string; the
-``topic`` option overrides it), ``partition`` (int; null lets the partitioner decide).  Other
-columns are ignored.  Every write() flushes before it returns and fails if any record
-failed, so a task that succeeds has all its records acknowledged: at-least-once, as Spark's
-Kafka sink (a retried or aborted task may already have produced some records).
+``topic`` option overrides it), ``partition`` (int; null lets the partitioner decide).  One
+addition: a ``timestamp`` column (timestamp type) becomes the record's CreateTime, so a
+pipeline can keep event time; null (or no column) means the time of sending.  Spark's own
+Kafka sink ignores such a column, and a source DataFrame's ``timestamp`` column is carried
+over by it.  Other columns are ignored.
+
+Throughput: records are sent without per-record callbacks and their futures are dropped at
+once; write() flushes before it returns and checks the producer's counters instead
+(record-send-total must grow by exactly the rows sent, record-error-total must not grow), so
+a task that succeeds has all its records acknowledged: at-least-once, as Spark's Kafka sink
+(a retried or aborted task may already have produced some records).  Producers are pooled per
+worker process and client config and each write() has one to itself, which is what makes the
+counters exact.  Unless the user sets them (``kafka.linger.ms``, ``kafka.batch.size``), the
+sink uses bulk-friendly defaults: BULK_DEFAULTS.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
 )
-from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 from samsa.errors import ConfigError, KafkaError
 from samsa.spark.options import SinkOptions
 from samsa.spark.schema import HEADERS_TYPE
 
-__all__ = ["SamsaCommitMessage", "SamsaStreamWriter", "SamsaWriter", "check_sink_schema"]
+__all__ = ["BULK_DEFAULTS", "SamsaCommitMessage", "SamsaStreamWriter", "SamsaWriter", "check_sink_schema",
+           "write_batches"]
 
 log = logging.getLogger(__name__)
 
-_producers: dict[tuple[tuple[str, str], ...], Any] = {}
-_producers_lock = threading.Lock()
+# Producer settings for bulk writes, used unless the kafka.* options set them: bigger batches
+# mean fewer, larger produce requests (Kafka's 16 KiB default holds only ~130 small records).
+BULK_DEFAULTS = {"linger.ms": "5", "batch.size": str(256 * 1024)}
+
+_idle: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+_idle_lock = threading.Lock()
 
 
 def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
@@ -58,26 +82,34 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
     if "headers" in fields and fields["headers"].simpleString() != HEADERS_TYPE.simpleString():
         raise ConfigError("headers", "headers attribute type must be array<struct<key:string,value:binary>>, "
                                      f"not {fields['headers'].simpleString()}")
+    if "timestamp" in fields and not isinstance(fields["timestamp"], TimestampType):
+        raise ConfigError("timestamp", "timestamp attribute type must be timestamp (it becomes the record's "
+                                       f"CreateTime), not {fields['timestamp'].simpleString()}; cast it or "
+                                       "drop the column")
 
 
-def _producer(client: Mapping[str, str]) -> Any:
-    key = tuple(sorted(client.items()))
-    with _producers_lock:
-        producer = _producers.get(key)
-        if producer is None or producer.closed:
-            from samsa.producer.producer import KafkaProducer
-
-            conf = dict(client)
-            conf.setdefault("client.id", "spark-samsa-sink")
-            producer = _producers[key] = KafkaProducer(conf)
-        return producer
+def _key(client: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(client.items()))
 
 
-def _drop_producer(client: Mapping[str, str]) -> None:
-    with _producers_lock:
-        producer = _producers.pop(tuple(sorted(client.items())), None)
-    if producer is not None:
-        producer.close(0)
+def _checkout(client: Mapping[str, str]) -> Any:
+    """A producer for this write alone: an idle one from the pool, else a new one."""
+    with _idle_lock:
+        pool = _idle.get(_key(client), [])
+        while pool:
+            producer = pool.pop()
+            if not producer.closed:
+                return producer
+    from samsa.producer.producer import KafkaProducer
+
+    conf = {**BULK_DEFAULTS, **client}
+    conf.setdefault("client.id", "spark-samsa-sink")
+    return KafkaProducer(conf)
+
+
+def _checkin(client: Mapping[str, str], producer: Any) -> None:
+    with _idle_lock:
+        _idle.setdefault(_key(client), []).append(producer)
 
 
 @dataclass
@@ -89,73 +121,95 @@ class SamsaCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     batch_id: int | None = None
 
 
-class _Delivery:
-    """Send callback: counts failures and keeps the first one."""
-
-    __slots__ = ("error", "failed")
-
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
-        self.failed = 0
-
-    def __call__(self, metadata: Any, error: BaseException | None) -> None:
-        if error is not None:
-            self.failed += 1
-            if self.error is None:
-                self.error = error
-
-
-def _bytes_column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
+def _field(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     i = batch.schema.get_field_index(name)
-    if i < 0:
-        return None
-    col = batch.column(i)
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        col = col.cast(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
-    return col.to_pylist()
+    return None if i < 0 else batch.column(i)
 
 
-def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
-    i = batch.schema.get_field_index(name)
-    return None if i < 0 else batch.column(i).to_pylist()
+def _bytes_list(col: pa.Array) -> list[Any]:
+    if pa.types.is_string(col.type):
+        col = col.cast(pa.binary())
+    elif pa.types.is_large_string(col.type):
+        col = col.cast(pa.large_binary())
+    return col.to_pylist()  # type: ignore[no-any-return]
+
+
+def _timestamps_ms(col: pa.Array) -> list[int | None]:
+    """A timestamp column as ms since the epoch (None where null)."""
+    unit = col.type.unit
+    ints = col.cast(pa.int64())  # the epoch count in the column's unit, whatever its time zone
+    if ints.null_count < len(ints) and pc.min(ints).as_py() < 0:
+        raise ValueError("a row's timestamp is before 1970-01-01, which Kafka can't store; "
+                         "give a later timestamp or null (null means the time of sending)")
+    per_ms = {"s": 0, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
+    if per_ms == 0:
+        ints = pc.multiply(ints, 1000)
+    elif per_ms > 1:
+        ints = pc.divide(ints, per_ms)  # integer division; values are >= 0
+    return ints.to_pylist()  # type: ignore[no-any-return]
+
+
+def _headers_list(col: pa.Array) -> list[Any]:
+    return [[(h["key"], h["value"]) for h in hs] if hs else None for hs in col.to_pylist()]
+
+
+def _send_batch(send: Any, batch: pa.RecordBatch, topic_option: str | None) -> Any:
+    """Send every row of ``batch``; returns the last record's future (or None)."""
+    n = batch.num_rows
+    value_col = _field(batch, "value")
+    assert value_col is not None  # checked on the driver
+    values = _bytes_list(value_col)
+    key_col, part_col = _field(batch, "key"), _field(batch, "partition")
+    head_col, ts_col = _field(batch, "headers"), _field(batch, "timestamp")
+    if topic_option is not None:
+        topics: Any = repeat(topic_option, n)
+    else:
+        topic_col = _field(batch, "topic")
+        assert topic_col is not None  # checked on the driver
+        if topic_col.null_count:
+            raise ConfigError("topic", "a row has a null 'topic' and no topic option is set; "
+                                       "every row needs a topic")
+        topics = topic_col.to_pylist()
+    keys = _bytes_list(key_col) if key_col is not None and key_col.null_count < n else repeat(None, n)
+    parts = part_col.to_pylist() if part_col is not None and part_col.null_count < n else repeat(None, n)
+    stamps = _timestamps_ms(ts_col) if ts_col is not None and ts_col.null_count < n else repeat(None, n)
+    headers = _headers_list(head_col) if head_col is not None and head_col.null_count < n else None
+    # map() drives send() from C, without a Python loop; the deque keeps only the last future.
+    if headers is None:
+        last = deque(map(send, topics, values, keys, parts, stamps), maxlen=1)
+    else:
+        last = deque(map(send, topics, values, keys, parts, stamps, headers), maxlen=1)
+    return last[0] if last else None
 
 
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
     """Produce every row and wait until all are acknowledged; returns the row count."""
-    producer = _producer(options.client)
-    delivery = _Delivery()
+    producer = _checkout(options.client)
     send = producer.send
     count = 0
+    samples: list[Any] = []  # each Arrow batch's last future: to name an error if one happens
     try:
+        before = producer.metrics()
         for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            values = _bytes_column(batch, "value")
-            assert values is not None  # checked on the driver
-            keys = _bytes_column(batch, "key") or [None] * n
-            partitions = _column(batch, "partition") or [None] * n
-            raw_headers = _column(batch, "headers")
-            headers = ([[(h["key"], h["value"]) for h in hs] if hs else None for hs in raw_headers]
-                       if raw_headers is not None else [None] * n)
-            if options.topic is not None:
-                topics = [options.topic] * n
-            else:
-                topics = _column(batch, "topic") or [None] * n
-            for topic, value, key, part, hdrs in zip(topics, values, keys, partitions, headers, strict=True):
-                if topic is None:
-                    raise ConfigError("topic", "a row has a null 'topic' and no topic option is set; "
-                                               "every row needs a topic")
-                send(topic, value, key, part, None, hdrs, delivery)
-            count += n
+            if batch.num_rows:
+                samples.append(_send_batch(send, batch, options.topic))
+                count += batch.num_rows
         producer.flush()
+        after = producer.metrics()
     except BaseException:
-        _drop_producer(options.client)  # unsent records must not leak into the next task
+        producer.close(0)  # unsent records must not leak into the next task
         raise
-    if delivery.error is not None:
-        _drop_producer(options.client)
-        raise KafkaError(f"{delivery.failed} of {count} records could not be written to Kafka; "
-                         f"first error: {delivery.error!r}") from delivery.error
+    acked = after["record-send-total"] - before["record-send-total"]
+    failed = after["record-error-total"] - before["record-error-total"]
+    if failed or acked != count:
+        producer.close(0)
+        first = next((e for e in (f.exception(0) for f in samples if f is not None and f.done())
+                      if e is not None), None)
+        raise KafkaError(f"{count - acked} of {count} records could not be written to Kafka "
+                         f"({failed} failed with errors); "
+                         + (f"one error: {first!r}" if first is not None else
+                            "see the executor log for the producer's errors")) from first
+    _checkin(options.client, producer)
     return count
 
 

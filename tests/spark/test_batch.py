@@ -149,3 +149,31 @@ def test_write_topic_column_and_row_api(spark: Any, kafka_options: dict[str, str
     assert read(spark, {**kafka_options, "subscribe": a}).count() == 5
     assert sorted(r.value for r in read(spark, {**kafka_options, "subscribe": b}).collect()) == \
         [f"v{i}".encode() for i in range(0, 10, 2)]
+
+
+def test_write_timestamp_column_sets_create_time(spark: Any, kafka_options: dict[str, str],
+                                                 new_topic: Callable[..., str]) -> None:
+    topic = new_topic()
+    base = datetime(2024, 5, 17, 12, 30, 0, 123000, tzinfo=UTC)
+    rows = [(f"v{i}".encode(), None if i == 3 else base.replace(second=i)) for i in range(6)]
+    df = spark.createDataFrame(rows, "value binary, timestamp timestamp")
+    before = datetime.now(UTC)
+    df.write.format("samsa").options(**kafka_options).option("topic", topic).mode("append").save()
+    after = datetime.now(UTC)
+    out = {r.value: r for r in read(spark, {**kafka_options, "subscribe": topic}).collect()}
+    assert len(out) == len(rows)
+    for value, ts in rows:
+        r = out[value]
+        assert r.timestampType == 0  # CreateTime
+        got = r.timestamp.astimezone(UTC)
+        if ts is None:  # null: stamped when sent
+            assert before.replace(microsecond=0) <= got <= after
+        else:
+            assert got == ts
+
+
+def test_write_rejects_a_non_timestamp_timestamp_column(spark: Any, kafka_options: dict[str, str],
+                                                         new_topic: Callable[..., str]) -> None:
+    df = spark.createDataFrame([(b"v", 5)], "value binary, timestamp int")
+    with pytest.raises(Exception, match="timestamp attribute type must be timestamp"):
+        df.write.format("samsa").options(**kafka_options).option("topic", new_topic()).mode("append").save()
