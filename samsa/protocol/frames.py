@@ -115,18 +115,34 @@ def decode_request(payload: Any) -> tuple[Any, Any]:
 def encode_response(response: Message, api_version: int, correlation_id: int) -> list[Any]:
     """A size-prefixed response frame as chunks: bytes, and any external records values
     (file slices) spliced in where they belong, so the caller can send them zero-copy."""
+    cls = type(response)
+    plan = _response_plans.get((cls, api_version))
+    if plan is None:
+        plan = _response_plan(response, api_version)
+    header_tags, encode = plan
+    buf = ExternalChunks()
+    buf += _CORRELATION.pack(0, correlation_id)
+    if header_tags:
+        buf.append(0)  # response header v1: no tagged fields
+    encode(buf, response)
+    return _with_size_prefix(buf)
+
+
+# (response class, version) -> (header has a tag section, body encoder); filled on first use.
+_response_plans: dict[tuple[type, int], tuple[bool, Any]] = {}
+_CORRELATION = struct.Struct(">ii")  # the size placeholder, then the correlation id
+
+
+def _response_plan(response: Message, api_version: int) -> tuple[bool, Any]:
     api = response.api
     if api is None or type(response) is not api.response_class:
         raise TypeError(f"{type(response).__name__} is not a response message")
     api_for(api.key, api_version)
-    flexible = api.is_flexible(api_version)
     header_version = response_header_version(api.key, api_version)
-    buf = ExternalChunks()
-    buf += b"\0\0\0\0"
-    header = ResponseHeader(correlation_id=correlation_id)
-    struct_codec(_response_header_schema, header_version, header_version >= 1)[0](buf, header)
-    struct_codec(api.response_schema, api_version, flexible)[0](buf, response)
-    return _with_size_prefix(buf)
+    encode = struct_codec(api.response_schema, api_version, api.is_flexible(api_version))[0]
+    plan = (header_version >= 1, encode)
+    _response_plans[(type(response), api_version)] = plan
+    return plan
 
 
 def _join_chunks(chunks: list[Any]) -> bytes:
