@@ -574,6 +574,142 @@ class RecordAccumulator:
                 wakeup()
             return future
 
+    def append_many(
+        self,
+        topic: str,
+        partition: int,
+        timestamps: int | Sequence[int | None],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header] | None] | None,
+        max_time_to_block_ms: float,
+        now_ms: int,
+        cluster: ClusterView,
+        wakeup: Callable[[], object],
+        callback: RecordCallback | None = None,
+    ) -> None:
+        """Append all ``values`` (with their keys, headers, timestamps) in order, no futures.
+
+        ``partition`` may be UNKNOWN_PARTITION: the records then follow the topic's sticky
+        partition, which may switch whenever a batch fills up.  Runs of records go into the
+        partition's last batch under one lock hold (``RecordBatchBuilder.append_many``); new
+        batches take memory from the BufferPool as :meth:`append` does, blocking at most
+        ``max_time_to_block_ms`` in all.  ``callback``, if given, is added once per batch a
+        run went into (called with the run's first record).  Wakes the Sender whenever a
+        batch filled up or was created.
+        """
+        info = self._topics.get(topic)
+        if info is None:
+            info = self._topic_info(topic)
+        partitioner = info.partitioner
+        deadline = now_ms + max_time_to_block_ms
+        end = len(values)
+        i = 0
+        in_progress = self._appends_in_progress
+        in_progress.append(None)
+        buffer: bytearray | None = None
+        try:
+            while i < end:
+                sticky: StickyPartitionInfo | None
+                if partition == UNKNOWN_PARTITION:
+                    sticky = partitioner._sticky
+                    if sticky is None:
+                        sticky = partitioner.peek_current_partition_info(cluster)
+                    effective = sticky.partition
+                else:
+                    sticky = None
+                    effective = partition
+                dq = info.batches.get(effective)
+                if dq is None:
+                    dq = self._deque_for(info, effective)
+                with dq.lock:
+                    if self._closed:
+                        raise ProducerClosedError("Producer closed while send in progress")
+                    if sticky is not None and self._partition_changed(partitioner, sticky, dq, cluster):
+                        continue
+                    if dq:
+                        last = dq[-1]
+                        before = last.size
+                        if not last.appends_closed and before < last.size_limit:
+                            i = self._append_run(last, timestamps, keys, values, headers, i, end,
+                                                 now_ms, callback)
+                            if i < end:
+                                last.appends_closed = True  # record i did not fit
+                            if sticky is not None:
+                                partitioner.update_partition_info(sticky, last.size - before, cluster,
+                                                                  _last_full(dq))
+                            if i >= end:
+                                if len(dq) > 1 or last.size >= last.size_limit:
+                                    wakeup()
+                                return
+                            wakeup()
+                            continue
+                if buffer is None:
+                    first_headers = None if headers is None else headers[i]
+                    size = max(self._batch_size, estimate_size_upper_bound(
+                        None if keys is None else keys[i], values[i], first_headers))
+                    # May block; no deque lock is held here.
+                    buffer = self._free.allocate(size, max(0, deadline - self._clock()))
+                    now_ms = self._clock()
+                with dq.lock:
+                    if self._closed:
+                        raise ProducerClosedError("Producer closed while send in progress")
+                    if sticky is not None and self._partition_changed(partitioner, sticky, dq, cluster):
+                        continue
+                    if dq and not dq[-1].appends_closed and dq[-1].size < dq[-1].size_limit:
+                        continue  # another thread opened a batch meanwhile; fill that one first
+                    builder = RecordBatchBuilder(
+                        compression=self._compression,
+                        compression_level=self._compression_level,
+                        batch_size_limit=len(buffer),
+                        estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
+                    )
+                    batch = ProducerBatch(TopicPartition(topic, effective), builder, now_ms,
+                                          buffer=buffer, initial_capacity=len(buffer))
+                    buffer = None  # owned by the batch now
+                    dq.append(batch)
+                    self._incomplete.add(batch)
+                    i = self._append_run(batch, timestamps, keys, values, headers, i, end, now_ms, callback)
+                    if i < end:
+                        batch.appends_closed = True
+                    if sticky is not None:
+                        partitioner.update_partition_info(sticky, batch.size, cluster, _last_full(dq))
+                wakeup()
+        finally:
+            if buffer is not None:
+                self._free.deallocate(buffer)
+            in_progress.pop()
+
+    @staticmethod
+    def _append_run(
+        batch: ProducerBatch,
+        timestamps: int | Sequence[int | None],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header] | None] | None,
+        start: int,
+        end: int,
+        now_ms: int,
+        callback: RecordCallback | None,
+    ) -> int:
+        """Under the deque lock: records ``start`` .. into ``batch``; the first one not taken."""
+        builder = batch.builder
+        before = builder.record_count
+        stop = builder.append_many(timestamps, keys, values, headers, start, end)
+        if stop > start:
+            batch.last_append_ms = now_ms
+            batch.size = builder.estimated_size
+            if callback is not None:
+                first_key = None if keys is None else keys[start]
+                first_value = values[start]
+                ts = timestamps if isinstance(timestamps, int) else timestamps[start]
+                batch.thunks.append((callback, RecordFuture(
+                    batch.result, before, -1 if ts is None else ts,
+                    -1 if first_key is None else len(first_key),
+                    -1 if first_value is None else len(first_value),
+                )))
+        return stop
+
     @staticmethod
     def _partition_changed(
         partitioner: BuiltInPartitioner,

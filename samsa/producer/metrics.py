@@ -37,6 +37,8 @@ class ProducerMetrics:
         self.expired_records = 0
         self.epoch_bumps = 0
         self.metadata_waits = 0
+        # The error of the latest failed batch (KafkaProducer.last_error()).
+        self.last_error: BaseException | None = None
 
     def record_request(self, batches: int, records: int, size: int) -> None:
         with self._lock:
@@ -58,9 +60,11 @@ class ProducerMetrics:
         with self._lock:
             self.record_retries += records
 
-    def record_error(self, records: int) -> None:
+    def record_error(self, records: int, error: BaseException | None = None) -> None:
         with self._lock:
             self.record_errors += records
+            if error is not None:
+                self.last_error = error
 
     def snapshot(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         now = time.monotonic()

@@ -22,7 +22,8 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from time import monotonic_ns, time_ns
 from types import TracebackType
 from typing import Any, NamedTuple, Self
@@ -43,7 +44,7 @@ from samsa.producer.config import ProducerConfig
 from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
 from samsa.producer.interceptors import ProducerInterceptors
 from samsa.producer.metrics import ProducerMetrics
-from samsa.producer.partitioner import UNKNOWN_PARTITION, partition_for_record
+from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for_record
 from samsa.producer.sender import ClusterView, Sender
 from samsa.producer.serializers import as_serialize_fn
 from samsa.producer.transaction_manager import TransactionManager
@@ -269,6 +270,152 @@ class KafkaProducer:
                                            partition, exc)
             raise
 
+    def send_many(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None = None,
+        partitions: Sequence[int | None] | None = None,
+        timestamps_ms: Sequence[int | None] | None = None,
+        headers: Sequence[HeadersArg] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> int:
+        """Queue ``len(values)`` records for ``topic`` at once; returns that count.
+
+        The bulk form of :meth:`send` for many small records: ``keys``, ``partitions``,
+        ``timestamps_ms`` and ``headers`` are None (every record has none) or sequences as long
+        as ``values``, item ``i`` belonging to record ``i``; None items mean what they mean for
+        send().  Records are placed as send() places them (explicit partition, else the
+        partitioner/key hash, else the sticky partition) and keep their order within each
+        partition.  There are no per-record futures: wait with :meth:`flush`, then learn about
+        failures from ``metrics()`` (record-send-total, record-error-total),
+        :meth:`last_error`, or ``on_error(error)``, called on the producer's I/O thread once
+        per failed batch that holds records of this call.
+
+        Everything is checked (metadata, serialization, sizes, partitions) before the first
+        record is queued, so the exceptions send() raises leave nothing queued; only a timeout
+        waiting for buffer memory (BufferExhaustedError) or close() can stop a call part way.
+        """
+        if self._fork_generation != _fork_generation:
+            raise ForkedClientError()
+        if self._closed:
+            raise ProducerClosedError("send_many() was called after close(); create a new producer")
+        n = len(values)
+        for name, column in (("keys", keys), ("partitions", partitions), ("timestamps_ms", timestamps_ms),
+                             ("headers", headers)):
+            if column is not None and len(column) != n:
+                raise ValueError(f"send_many(): {name} has {len(column)} items but values has {n}; "
+                                 "give one item per value, or None for all")
+        if not n:
+            return 0
+        if self._has_interceptors:
+            # Interceptors see (and may change) every record: send them one by one.
+            callback = None if on_error is None else _ErrorOnlyCallback(on_error)
+            for i in range(n):
+                self.send(topic, values[i], None if keys is None else keys[i],
+                          None if partitions is None else partitions[i],
+                          None if timestamps_ms is None else timestamps_ms[i],
+                          None if headers is None else headers[i], callback)
+            return n
+        now = monotonic_ns() // 1_000_000
+        explicit = None if partitions is None else [p for p in partitions if p is not None]
+        if explicit and min(explicit) < 0:
+            raise ValueError(f"send_many(): partition {min(explicit)} is negative; partitions are >= 0")
+        view, remaining_ms = self._wait_on_metadata(topic, max(explicit) if explicit else None, now)
+        value_list = self._serialize_all(topic, values, self._raw_values, self._serialize_value)
+        key_list = None if keys is None else self._serialize_all(topic, keys, self._raw_keys, self._serialize_key)
+        if key_list is not None and key_list.count(None) == n:
+            key_list = None
+        header_list: list[Any] | None = None
+        if headers is not None and any(headers):
+            header_list = [_normalize_headers(h) if h else None for h in headers]
+        self._check_sizes(key_list, value_list, header_list)
+        stamps: int | list[int | None]
+        if timestamps_ms is None or timestamps_ms.count(None) == n:
+            stamps = time_ns() // 1_000_000
+        else:
+            stamps = list(timestamps_ms)
+        chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
+        callback = None if on_error is None else _ErrorOnlyCallback(on_error)
+        accumulator = self._accumulator
+        if chosen is None:  # all to the sticky partition
+            accumulator.append_many(topic, UNKNOWN_PARTITION, stamps, key_list, value_list, header_list,
+                                    remaining_ms, now, view, self._wakeup_sender, callback)
+            return n
+        sticky = None
+        if UNKNOWN_PARTITION in chosen:
+            # Mixed with placed records, the keyless ones all take the current sticky
+            # partition, so that every partition's records are appended in call order.
+            partitioner = accumulator.built_in_partitioner(topic)
+            sticky = partitioner.peek_current_partition_info(view)
+            chosen = [sticky.partition if p == UNKNOWN_PARTITION else p for p in chosen]
+        groups: dict[int, list[int]] = {}
+        for i, p in enumerate(chosen):
+            group = groups.get(p)
+            if group is None:
+                groups[p] = [i]
+            else:
+                group.append(i)
+        for p, idx in groups.items():
+            pick = _picker(idx)
+            accumulator.append_many(
+                topic, p, stamps if isinstance(stamps, int) else pick(stamps),
+                None if key_list is None else pick(key_list), pick(value_list),
+                None if header_list is None else pick(header_list),
+                remaining_ms, now, view, self._wakeup_sender, callback,
+            )
+        if sticky is not None:
+            # Count what went to the sticky partition (roughly) so that it moves on in time.
+            keyless = groups.get(sticky.partition, ())
+            partitioner.update_partition_info(sticky, sum(len(value_list[i] or b"") for i in keyless), view, True)
+        return n
+
+    @staticmethod
+    def _serialize_all(topic: str, items: Sequence[Any], raw: bool, serialize: Any) -> list[Any]:
+        """Serialized keys or values; bytes and None pass as they are with the default serializer."""
+        if raw and set(map(type, items)) <= _RAW_TYPES:
+            return items if type(items) is list else list(items)
+        return [item if raw and (item is None or type(item) is bytes) else serialize(topic, item) for item in items]
+
+    def _check_sizes(self, keys: list[Any] | None, values: list[Any], headers: list[Any] | None) -> None:
+        """RecordTooLargeError for the first record over the limits (send()'s check, in bulk)."""
+        longest = max(map(len, filter(None, values)), default=0)
+        if keys is not None:
+            longest += max(map(len, filter(None, keys)), default=0)
+        if headers is None and _RECORD_OVERHEAD_UPPER_BOUND + longest <= self._max_record_size:
+            return
+        for i, value in enumerate(values):
+            size = estimate_size_upper_bound(None if keys is None else keys[i], value,
+                                             None if headers is None else headers[i])
+            if size > self._max_record_size:
+                self._record_too_large(size)
+
+    def _partitions_for_many(
+        self, topic: str, partitions: Sequence[int | None] | None, keys: list[Any] | None,
+        values: list[Any], view: ClusterView,
+    ) -> list[int] | None:
+        """Each record's partition as send() chooses it (UNKNOWN_PARTITION: sticky), or None
+        when every record goes to the sticky partition."""
+        partitioner = self._partitioner
+        use_keys = keys is not None and not self._ignore_keys
+        if partitioner is None and not use_keys and (partitions is None or partitions.count(None) == len(values)):
+            return None
+        if partitioner is None and partitions is None and use_keys:
+            count = view.partition_count(topic)
+            assert count  # _wait_on_metadata saw the topic
+            unknown = UNKNOWN_PARTITION
+            return [unknown if k is None else (murmur2(k) & 0x7FFFFFFF) % count for k in keys]  # type: ignore[union-attr]
+        return [
+            partition_for_record(topic, None if partitions is None else partitions[i],
+                                 None if keys is None else keys[i], values[i], view, partitioner, self._ignore_keys)
+            for i in range(len(values))
+        ]
+
+    def last_error(self) -> BaseException | None:
+        """The error of the most recent batch that failed (None if none has): with send_many(),
+        which has no futures, the error behind a growing record-error-total."""
+        return self._metrics.last_error
+
     def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
         """Alias of :meth:`send` (confluent-kafka's spelling)."""
         return self.send(topic, value, key, **kwargs)
@@ -424,6 +571,31 @@ class KafkaProducer:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"KafkaProducer(client_id={self.client_id!r}, {state})"
+
+
+_RAW_TYPES = {bytes, type(None)}
+
+
+def _picker(indexes: list[int]) -> Callable[[Sequence[Any]], list[Any]]:
+    """Items at ``indexes`` of a sequence, as a list (itemgetter runs in C)."""
+    if len(indexes) == 1:
+        index = indexes[0]
+        return lambda items: [items[index]]
+    getter = itemgetter(*indexes)
+    return lambda items: list(getter(items))
+
+
+class _ErrorOnlyCallback:
+    """A delivery callback that passes only failures on: send_many()'s ``on_error``."""
+
+    __slots__ = ("on_error",)
+
+    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+        self.on_error = on_error
+
+    def __call__(self, metadata: RecordMetadata | None, error: BaseException | None) -> None:
+        if error is not None:
+            self.on_error(error)
 
 
 class _InterceptorCallback:

@@ -494,7 +494,7 @@ class Sender(threading.Thread):
             self.transaction_manager.handle_failed_batch(batch, error, maybe_written)
         if batch.complete_exceptionally(error, record_errors):
             log.debug("Failed %r: %s", batch, error)
-            self.metrics.record_error(batch.record_count)
+            self.metrics.record_error(batch.record_count, error)
             if isinstance(error, KafkaTimeoutError):
                 self.metrics.expired_records += batch.record_count
             self.accumulator.deallocate(batch)

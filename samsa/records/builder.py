@@ -185,8 +185,6 @@ class RecordBatchBuilder:
         count = self._count
         if count:
             delta = timestamp_ms - self._base_timestamp
-            if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 (max() is a call per record)
-                self._max_timestamp = timestamp_ms
         else:
             self._base_timestamp = self._max_timestamp = timestamp_ms
             delta = 0
@@ -218,12 +216,103 @@ class RecordBatchBuilder:
             return None
         buf += length
         buf += record
+        # Only now: a record that did not fit must not raise the batch's max timestamp.
+        if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 (max() is a call per record)
+            self._max_timestamp = timestamp_ms
         ratio = self._estimated_ratio
         self.estimated_size = (
             len(buf) if ratio is None else RECORD_BATCH_OVERHEAD + int((len(buf) - RECORD_BATCH_OVERHEAD) * ratio)
         )
         self._count = count + 1
         return count
+
+    def append_many(
+        self,
+        timestamps: int | Sequence[int | None],
+        keys: Sequence[bytes | bytearray | memoryview | None] | None,
+        values: Sequence[bytes | bytearray | memoryview | None],
+        headers: Sequence[Sequence[Header] | None] | None,
+        start: int,
+        end: int,
+    ) -> int:
+        """Append records ``start`` .. ``end - 1`` of the sequences, in order, until one does
+        not fit; returns the index of the first record not appended (``end`` when all were).
+
+        ``timestamps`` is one int for every record or a sequence (None items: now); ``keys`` and
+        ``headers`` None mean no key / no headers for any record.  Encodes as :meth:`append`
+        does, with the per-record state kept in locals for bulk producers.
+        """
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that has been built")
+        if start >= end:
+            return start
+        count = self._count
+        now_ms = int(time.time() * 1000)
+        constant_ts = isinstance(timestamps, int)
+        if not count:
+            first = timestamps if isinstance(timestamps, int) else timestamps[start]
+            self._base_timestamp = self._max_timestamp = now_ms if first is None else first
+        base_ts = self._base_timestamp
+        max_ts = self._max_timestamp
+        if isinstance(timestamps, int):
+            delta = timestamps - base_ts
+            ts_bytes = SMALL_VARINTS[delta] if 0 <= delta < SMALL_VARINT_LIMIT else encode_varlong(delta)
+            max_ts = max(max_ts, timestamps)  # once per call
+        buf = self._buf
+        size = len(buf)
+        limit = self.batch_size_limit
+        soft = self._soft_limit
+        ratio = self._estimated_ratio
+        small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
+        ts = max_ts
+        i = start
+        while i < end:
+            if not constant_ts:
+                stamp = timestamps[i]  # type: ignore[index]
+                ts = now_ms if stamp is None else stamp
+                delta = ts - base_ts
+                ts_bytes = small[delta] if 0 <= delta < small_limit else encode_varlong(delta)
+            key = None if keys is None else keys[i]
+            if key is None:
+                key_len = _NULL
+                key = b""
+            else:
+                n = len(key)
+                key_len = small[n] if n < small_limit else encode_varint(n)
+            value = values[i]
+            if value is None:
+                value_len = _NULL
+                value = b""
+            else:
+                n = len(value)
+                value_len = small[n] if n < small_limit else encode_varint(n)
+            hs = None if headers is None else headers[i]
+            record = b"\x00%b%b%b%b%b%b%b" % (  # type: ignore[str-format]
+                ts_bytes, small[count] if count < small_limit else encode_varint(count),
+                key_len, key, value_len, value, encode_headers(hs) if hs else _EMPTY_HEADERS,
+            )
+            n = len(record)
+            length = small[n] if n < small_limit else encode_varint(n)
+            if count and size + n + 5 > soft:
+                # Java's hasRoomFor (as _fits), with the size kept in a local.
+                added = n + len(length)
+                used = size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+                if used + added > limit:
+                    break
+            buf += length
+            buf += record
+            if not constant_ts and ts > max_ts:  # only records that fit count
+                max_ts = ts
+            size += len(length) + n
+            count += 1
+            i += 1
+        if i > start:
+            self._max_timestamp = max_ts
+        self._count = count
+        self.estimated_size = (
+            size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+        )
+        return i
 
     def has_room_for(
         self,

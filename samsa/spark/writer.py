@@ -8,9 +8,9 @@ pipeline can keep event time; null (or no column) means the time of sending.  Sp
 Kafka sink ignores such a column, and a source DataFrame's ``timestamp`` column is carried
 over by it.  Other columns are ignored.
 
-Throughput: records are sent without per-record callbacks and their futures are dropped at
-once; write() flushes before it returns and checks the producer's counters instead
-(record-send-total must grow by exactly the rows sent, record-error-total must not grow), so
+Throughput: each Arrow batch goes to ``KafkaProducer.send_many`` (one call per topic in it:
+no per-record futures or callbacks, records appended to the producer's batches in runs);
+write() flushes before it returns and checks the producer's counters instead (record-send-total must grow by exactly the rows sent, record-error-total must not grow), so
 a task that succeeds has all its records acknowledged: at-least-once, as Spark's Kafka sink
 (a retried or aborted task may already have produced some records).  Producers are pooled per
 worker process and client config and each write() has one to itself, which is what makes the
@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -55,6 +53,9 @@ log = logging.getLogger(__name__)
 # Producer settings for bulk writes, used unless the kafka.* options set them: bigger batches
 # mean fewer, larger produce requests (Kafka's 16 KiB default holds only ~130 small records).
 BULK_DEFAULTS = {"linger.ms": "5", "batch.size": str(256 * 1024)}
+
+# Batch errors kept per write, to name one in the task's failure.
+_KEPT_ERRORS = 8
 
 _idle: dict[tuple[tuple[str, str], ...], list[Any]] = {}
 _idle_lock = threading.Lock()
@@ -153,46 +154,52 @@ def _headers_list(col: pa.Array) -> list[Any]:
     return [[(h["key"], h["value"]) for h in hs] if hs else None for hs in col.to_pylist()]
 
 
-def _send_batch(send: Any, batch: pa.RecordBatch, topic_option: str | None) -> Any:
-    """Send every row of ``batch``; returns the last record's future (or None)."""
+def _send_batch(producer: Any, batch: pa.RecordBatch, topic_option: str | None,
+                errors: list[BaseException]) -> None:
+    """Queue every row of ``batch``: one ``send_many`` per topic in the batch."""
     n = batch.num_rows
     value_col = _field(batch, "value")
     assert value_col is not None  # checked on the driver
-    values = _bytes_list(value_col)
     key_col, part_col = _field(batch, "key"), _field(batch, "partition")
     head_col, ts_col = _field(batch, "headers"), _field(batch, "timestamp")
-    if topic_option is not None:
-        topics: Any = repeat(topic_option, n)
-    else:
-        topic_col = _field(batch, "topic")
-        assert topic_col is not None  # checked on the driver
-        if topic_col.null_count:
-            raise ConfigError("topic", "a row has a null 'topic' and no topic option is set; "
-                                       "every row needs a topic")
-        topics = topic_col.to_pylist()
-    keys = _bytes_list(key_col) if key_col is not None and key_col.null_count < n else repeat(None, n)
-    parts = part_col.to_pylist() if part_col is not None and part_col.null_count < n else repeat(None, n)
-    stamps = _timestamps_ms(ts_col) if ts_col is not None and ts_col.null_count < n else repeat(None, n)
+    values = _bytes_list(value_col)
+    keys = _bytes_list(key_col) if key_col is not None and key_col.null_count < n else None
+    parts = part_col.to_pylist() if part_col is not None and part_col.null_count < n else None
+    stamps = _timestamps_ms(ts_col) if ts_col is not None and ts_col.null_count < n else None
     headers = _headers_list(head_col) if head_col is not None and head_col.null_count < n else None
-    # map() drives send() from C, without a Python loop; the deque keeps only the last future.
-    if headers is None:
-        last = deque(map(send, topics, values, keys, parts, stamps), maxlen=1)
-    else:
-        last = deque(map(send, topics, values, keys, parts, stamps, headers), maxlen=1)
-    return last[0] if last else None
+    on_error = errors.append if len(errors) < _KEPT_ERRORS else None
+    if topic_option is not None:
+        producer.send_many(topic_option, values, keys, parts, stamps, headers, on_error)
+        return
+    topic_col = _field(batch, "topic")
+    assert topic_col is not None  # checked on the driver
+    if topic_col.null_count:
+        raise ConfigError("topic", "a row has a null 'topic' and no topic option is set; "
+                                   "every row needs a topic")
+    topics = topic_col.to_pylist()
+    first = topics[0]
+    if topics.count(first) == n:
+        producer.send_many(first, values, keys, parts, stamps, headers, on_error)
+        return
+    rows: dict[str, list[int]] = {}
+    for i, topic in enumerate(topics):
+        rows.setdefault(topic, []).append(i)
+    for topic, idx in rows.items():
+        def pick(items: list[Any] | None, idx: list[int] = idx) -> list[Any] | None:
+            return None if items is None else [items[i] for i in idx]
+        producer.send_many(topic, pick(values), pick(keys), pick(parts), pick(stamps), pick(headers), on_error)
 
 
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
     """Produce every row and wait until all are acknowledged; returns the row count."""
     producer = _checkout(options.client)
-    send = producer.send
     count = 0
-    samples: list[Any] = []  # each Arrow batch's last future: to name an error if one happens
+    errors: list[BaseException] = []  # a few batch errors: to name one if the write fails
     try:
         before = producer.metrics()
         for batch in batches:
             if batch.num_rows:
-                samples.append(_send_batch(send, batch, options.topic))
+                _send_batch(producer, batch, options.topic, errors)
                 count += batch.num_rows
         producer.flush()
         after = producer.metrics()
@@ -203,8 +210,7 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> in
     failed = after["record-error-total"] - before["record-error-total"]
     if failed or acked != count:
         producer.close(0)
-        first = next((e for e in (f.exception(0) for f in samples if f is not None and f.done())
-                      if e is not None), None)
+        first = errors[0] if errors else None
         raise KafkaError(f"{count - acked} of {count} records could not be written to Kafka "
                          f"({failed} failed with errors); "
                          + (f"one error: {first!r}" if first is not None else

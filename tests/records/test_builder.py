@@ -153,3 +153,42 @@ def test_levels_are_validated() -> None:
         builder = RecordBatchBuilder(compression=codec, compression_level=level)
         builder.append(BASE_TS, None, b"abc" * 100)
         assert [r.value for r in read(builder.build())] == [b"abc" * 100]
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=records, codec=codecs, limit=st.integers(min_value=100, max_value=20_000),
+       constant_ts=st.booleans())
+def test_append_many_matches_append_one_by_one(records: list, codec: Compression, limit: int,
+                                               constant_ts: bool) -> None:
+    """Same bytes as append() per record, and it stops at the same record when the batch fills."""
+    stamps = [r[0] for r in records]
+    keys = [r[1] for r in records]
+    values = [r[2] for r in records]
+    hdrs = [r[3] or None for r in records]
+    one = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    many = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    taken = 0
+    for i in range(len(records)):
+        if one.append(BASE_TS if constant_ts else stamps[i], keys[i], values[i], hdrs[i]) is None:
+            break
+        taken += 1
+    # Two calls: the second continues where the first stopped.
+    half = len(records) // 2
+    stop = many.append_many(BASE_TS if constant_ts else stamps, keys, values, hdrs, 0, half)
+    if stop == half:
+        stop = many.append_many(BASE_TS if constant_ts else stamps, keys, values, hdrs, half, len(records))
+    assert stop == taken
+    assert many.estimated_size == one.estimated_size
+    assert many.build() == one.build()
+
+
+def test_append_many_without_keys_headers_or_timestamps() -> None:
+    builder = RecordBatchBuilder(batch_size_limit=1000)
+    values = [b"v%d" % i for i in range(100)]
+    assert builder.append_many(BASE_TS, None, values, None, 5, 5) == 5  # empty range
+    stop = builder.append_many(BASE_TS, None, values, None, 0, len(values))
+    assert 0 < stop < 100  # 1000 bytes hold only some
+    batch = read(builder.build())
+    got = batch.records()
+    assert [r.value for r in got] == values[:stop]
+    assert {r.key for r in got} == {None} and {r.timestamp for r in got} == {BASE_TS}
