@@ -27,12 +27,13 @@ from samsa.errors import (
 )
 from samsa.protocol import ProduceResponse
 from samsa.records import (
+    LOG_OVERHEAD,
     MAGIC_OFFSET,
     MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
-    TimestampType,
     read_batch_header,
 )
+from samsa.records.batch_header import TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -48,12 +49,18 @@ def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
                              error_message=message)
 
 
-def _timestamp_bound(services: BrokerServices, topic: str, name: str) -> int:
+def _timestamp_bounds(services: BrokerServices, topic: str) -> tuple[int, int]:
+    """(message.timestamp.after.max.ms, message.timestamp.before.max.ms) of ``topic``: the
+    topic's config, else the broker's ``log.`` setting, else Kafka's default."""
     info = services.topic(topic)
-    value = info.configs.get(name) if info is not None else None
-    if value is None:
-        value = services.config.get("log." + name, _BROKER_TIMESTAMP_DEFAULTS[name])
-    return int(value)
+    configs = info.configs if info is not None else {}
+    bounds = []
+    for name in (_TIMESTAMP_AFTER, _TIMESTAMP_BEFORE):
+        value = configs.get(name)
+        if value is None:
+            value = services.config.get("log." + name, _BROKER_TIMESTAMP_DEFAULTS[name])
+        bounds.append(int(value))
+    return bounds[0], bounds[1]
 
 
 def _precheck(services: BrokerServices, log: Log, topic: str, records: bytes | memoryview,
@@ -67,20 +74,20 @@ def _precheck(services: BrokerServices, log: Log, topic: str, records: bytes | m
     if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
         return  # the log reports the precise problem (too short, wrong magic)
     header = read_batch_header(records, 0)
-    if header.is_transactional:
+    attributes = header.attributes
+    if attributes & TRANSACTIONAL_FLAG_MASK:
         raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
                                    "are not supported by this broker yet")
-    if header.size < len(records):
+    if header.batch_length + LOG_OVERHEAD < len(records):
         raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
                                  "one record batch per partition")
-    if header.timestamp_type == TimestampType.CREATE_TIME and not log.config.log_append_time:
-        after = _timestamp_bound(services, topic, _TIMESTAMP_AFTER)
+    if not attributes & TIMESTAMP_TYPE_MASK and not log.config.log_append_time:  # CreateTime
+        after, before = _timestamp_bounds(services, topic)
         if header.max_timestamp > now + after:
             raise InvalidTimestampError(
                 f"timestamp {header.max_timestamp} of a record in the batch is more than "
                 f"{after} ms ahead of the broker's clock (message.timestamp.after.max.ms)"
             )
-        before = _timestamp_bound(services, topic, _TIMESTAMP_BEFORE)
         if before < LONG_MAX and 0 <= header.base_timestamp < now - before:
             raise InvalidTimestampError(
                 f"timestamp {header.base_timestamp} of the batch is more than {before} ms "

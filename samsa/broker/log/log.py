@@ -66,6 +66,7 @@ from samsa.records.varint import decode_varint
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
 _BATCH_LENGTH = slice(8, 12)
+_MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
 
 
@@ -439,12 +440,10 @@ class Log:
                 )
             if header.is_transactional and header.producer_id < 0:
                 raise InvalidRecordError(f"{where}: transactional batch without a producer id")
-            if header.attributes & COMPRESSION_CODEC_MASK > max(Compression):
-                raise UnsupportedCompressionTypeError(
-                    f"{where}: unknown compression codec {header.attributes & COMPRESSION_CODEC_MASK}"
-                )
-            # Walk the records as Kafka's LogValidator does: the count and size must match them.
             codec = header.attributes & COMPRESSION_CODEC_MASK
+            if codec > _MAX_CODEC:
+                raise UnsupportedCompressionTypeError(f"{where}: unknown compression codec {codec}")
+            # Walk the records as Kafka's LogValidator does: the count and size must match them.
             start = pos + RECORD_BATCH_OVERHEAD
             end = pos + header.size
             if codec == Compression.NONE:
@@ -490,8 +489,11 @@ class Log:
             set_base_offset(buf, pos, next_offset)
             set_partition_leader_epoch(buf, pos, leader_epoch)
             if log_append_time:
-                set_log_append_time(buf, pos, now_ms)
-            header = read_batch_header(buf, pos)
+                set_log_append_time(buf, pos, now_ms)  # also rewrites attributes and CRC
+                header = read_batch_header(buf, pos)
+            else:
+                header = header._replace(base_offset=next_offset,
+                                         partition_leader_epoch=leader_epoch)
             if client and header.producer_id >= 0:
                 state.stage(header, next_offset, now_ms, staged)
             stamped.append(header)
