@@ -34,8 +34,6 @@ protocol; the transaction manager (idempotence) the :class:`TransactionManagerVi
 
 from __future__ import annotations
 
-import math
-import random
 import threading
 import time
 from collections import deque
@@ -47,6 +45,9 @@ from samsa.errors import (
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
+)
+from samsa.net.backoff import (
+    ExponentialBackoff,  # re-exported: the producer's retry backoff
 )
 from samsa.producer.batch import (
     CompressionRatioEstimator,
@@ -136,34 +137,6 @@ class TransactionManagerView(Protocol):
     def increment_sequence_number(self, tp: TopicPartition, increment: int) -> None: ...
 
     def add_in_flight_batch(self, batch: ProducerBatch) -> None: ...
-
-
-class ExponentialBackoff:
-    """``initial * base**attempts`` with +-jitter, capped at ``maximum`` (Java's class)."""
-
-    __slots__ = ("_exp_max", "initial", "jitter", "maximum", "multiplier")
-
-    def __init__(
-        self, initial: float, multiplier: float, maximum: float, jitter: float
-    ) -> None:
-        self.initial = min(initial, maximum)
-        self.multiplier = multiplier
-        self.maximum = maximum
-        self.jitter = jitter
-        self._exp_max = (
-            math.log(maximum / max(initial, 1)) / math.log(multiplier)
-            if maximum > initial
-            else 0.0
-        )
-
-    def backoff(self, attempts: int) -> int:
-        if self._exp_max == 0:
-            return int(self.initial)
-        term = self.initial * self.multiplier ** min(attempts, self._exp_max)
-        factor = (
-            random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
-        )
-        return int(min(factor * term, self.maximum))
 
 
 class RecordAppendResult(NamedTuple):

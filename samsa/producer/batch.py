@@ -30,9 +30,11 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from samsa.errors import IllegalStateError, RecordListTooLargeError
+from samsa.net.cluster import (
+    TopicPartition,  # the one TopicPartition type (re-exported)
+)
 from samsa.producer.future import (
     INVALID_OFFSET,
     NO_TIMESTAMP,
@@ -56,14 +58,6 @@ log = logging.getLogger(__name__)
 
 # Completion is rare next to appends; one lock for all batches keeps batches small.
 _STATE_LOCK = threading.Lock()
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class FinalState(enum.Enum):
