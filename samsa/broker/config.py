@@ -59,6 +59,10 @@ def _network_settings(d: ConfigDef) -> None:
     d.define("socket.receive.buffer.bytes", Type.INT, 102_400, Range(min=1, also=(-1,)),
              "SO_RCVBUF of client connections (-1: the OS default).")
     d.define("socket.listen.backlog.size", Type.INT, 50, at_least(1), "listen() backlog.")
+    d.define("samsa.inline.dispatch.enable", Type.BOOLEAN, True, None,
+             "Let network threads handle requests that never block (Produce without a per-append "
+             "fsync, Fetch, Metadata ...) themselves while the handler queue is empty, saving two "
+             "thread handoffs per request; false sends every request to the handler threads.")
     d.define("queued.max.requests", Type.INT, 500, at_least(1),
              "Requests waiting for a handler thread before the network threads block.")
     d.define("connections.max.idle.ms", Type.LONG, 600_000, at_least(1),

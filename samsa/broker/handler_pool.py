@@ -8,7 +8,7 @@ import threading
 
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 
-__all__ = ["RequestHandlerPool", "run_next_on_this_thread"]
+__all__ = ["RequestHandlerPool", "handler_failed", "run_next_on_this_thread"]
 
 log = logging.getLogger("samsa.broker.handler")
 
@@ -31,6 +31,17 @@ def run_next_on_this_thread(ctx: RequestContext) -> bool:
         return False
     state.next = ctx
     return True
+
+
+def handler_failed(ctx: RequestContext, exc: Exception) -> None:
+    """A dispatcher raised: log it and close the connection (unless the request was answered)."""
+    log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
+              exc_info=exc)
+    if not ctx.completed:
+        try:
+            ctx.close_connection(f"handler error: {exc!r}")
+        except Exception:
+            log.exception("closing %s after a handler error failed", ctx.connection_id)
 
 
 class RequestHandlerPool:
@@ -64,17 +75,7 @@ class RequestHandlerPool:
             try:
                 dispatcher(ctx)
             except Exception as exc:  # noqa: BLE001 - a handler bug must not kill the thread
-                self._handler_failed(ctx, exc)
-
-    @staticmethod
-    def _handler_failed(ctx: RequestContext, exc: Exception) -> None:
-        log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
-                  exc_info=exc)
-        if not ctx.completed:
-            try:
-                ctx.close_connection(f"handler error: {exc!r}")
-            except Exception:
-                log.exception("closing %s after a handler error failed", ctx.connection_id)
+                handler_failed(ctx, exc)
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Stop every thread once the requests ahead of the stop markers are handled."""

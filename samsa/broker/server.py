@@ -97,9 +97,12 @@ class Broker:
             self.log_manager.close()
             raise
         try:
+            # Dispatchers that cannot say which requests never block get none run inline.
+            inline = (getattr(self.apis, "runs_inline", None)
+                      if self.config["samsa.inline.dispatch.enable"] else None)
             self.socket_server = SocketServer.from_config(
                 self.config, self.apis.handle, self._bind.host, self._bind.port,
-                api_versions_range=_advertised_api_versions())
+                api_versions_range=_advertised_api_versions(), inline=inline)
         except BaseException:
             try:
                 self.apis.close()

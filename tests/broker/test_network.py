@@ -55,8 +55,9 @@ class FakeSlice:
 class TestApis:
     """ApiVersions answers; Metadata echoes topic names, with behaviours chosen by name:
     ``delay`` answers later from another thread, ``boom`` raises, ``silent`` sends nothing,
-    ``close`` closes the connection.  Produce answers with the records' total size.  Fetch
-    answers with ``fetch_slice``."""
+    ``close`` closes the connection, ``park`` waits for a later ``release`` (from any
+    connection) to answer it.  Produce answers with the records' total size.  Fetch answers with
+    ``fetch_slice``."""
 
     __test__ = False
 
@@ -64,6 +65,7 @@ class TestApis:
         self.fetch_slice: Any = None
         self.handled = 0
         self.lock = threading.Lock()
+        self.parked: list[tuple[RequestContext, Any]] = []
 
     def handle(self, ctx: RequestContext) -> None:
         with self.lock:
@@ -86,6 +88,15 @@ class TestApis:
                 ctx.close_connection()
             elif "delay" in names:
                 threading.Timer(0.01, ctx.respond, (response,)).start()
+            elif "park" in names:
+                with self.lock:
+                    self.parked.append((ctx, response))
+            elif "release" in names:
+                with self.lock:
+                    parked, self.parked = self.parked, []
+                for waiting, answer in parked:
+                    waiting.respond(answer)
+                ctx.respond(response)
             else:
                 ctx.respond(response)
         elif key == 0:
@@ -103,12 +114,23 @@ class TestApis:
             ctx.close_connection()
 
 
-@pytest.fixture
-def start_server() -> Iterator[Callable[..., tuple[SocketServer, TestApis]]]:
+# How requests reach the handler: always through the handler threads (Kafka's way), always run
+# by the network thread when the queue is empty (inline dispatch), or every other one.
+INLINE_MODES: dict[str, Callable[[RequestContext], bool] | None] = {
+    "queued": None,
+    "inline": lambda ctx: True,
+    "mixed": lambda ctx: ctx.correlation_id % 2 == 0,
+}
+
+
+@pytest.fixture(params=list(INLINE_MODES))
+def start_server(request: pytest.FixtureRequest
+                 ) -> Iterator[Callable[..., tuple[SocketServer, TestApis]]]:
     servers: list[SocketServer] = []
 
     def start(**kwargs: Any) -> tuple[SocketServer, TestApis]:
         apis = TestApis()
+        kwargs.setdefault("inline", INLINE_MODES[request.param])
         kwargs.setdefault("num_network_threads", 2)
         kwargs.setdefault("num_io_threads", 2)
         server = SocketServer(apis.handle, "127.0.0.1", 0, **kwargs)
@@ -375,6 +397,25 @@ def test_handler_exception_closes_the_connection_and_the_thread_survives(
         client.assert_closed()
     assert echo_names(Client(server.port).call(metadata("fine"), 1)) == ["fine"]
     assert apis.handled == 4
+
+
+def test_request_answered_by_another_connections_request_moves_on(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    # One network thread: with inline dispatch, B's request answers A's parked one on the
+    # network thread, which must then start A's next pipelined request too.
+    server, apis = start_server(num_network_threads=1)
+    a, b = Client(server.port), Client(server.port)
+    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                            for i, name in enumerate(["park", "x", "y"])))
+    while True:
+        with apis.lock:
+            if apis.parked:
+                break
+        time.sleep(0.001)
+    assert echo_names(b.call(metadata("release"), 1)) == ["release"]
+    got = [a.receive(3, 1) for _ in range(3)]
+    assert [(cid, echo_names(body)) for cid, body in got] == [(0, ["park"]), (1, ["x"]),
+                                                               (2, ["y"])]
 
 
 def test_no_response_moves_on_to_the_next_request(server: SocketServer) -> None:

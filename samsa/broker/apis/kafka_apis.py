@@ -38,7 +38,7 @@ from samsa.broker.apis.metadata import handle_metadata
 from samsa.broker.apis.offset_commit import handle_offset_commit
 from samsa.broker.apis.offset_fetch import handle_offset_fetch
 from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
-from samsa.broker.apis.produce import handle_produce
+from samsa.broker.apis.produce import handle_produce, produce_runs_inline
 from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.sync_group import handle_sync_group
@@ -76,6 +76,10 @@ HANDLERS: Mapping[int, Handler] = {
     60: handle_describe_cluster,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
+
+# APIs whose handlers never block: Fetch parks in the purgatory rather than waiting, Metadata's
+# auto-create only makes empty log files.  Produce depends on the logs' flush policy.
+_INLINE_KEYS = frozenset({1, 2, 3, 18})
 
 
 class KafkaApis:
@@ -120,6 +124,14 @@ class KafkaApis:
         response = HANDLERS[key](self.services, ctx)
         if response is not None:
             ctx.respond(response)
+
+    def runs_inline(self, ctx: RequestContext) -> bool:
+        """True if handling ``ctx`` cannot block (no fsync, no waiting on other requests), so a
+        network thread may run it itself (samsa/broker/network/processor.py)."""
+        key = ctx.header.request_api_key
+        if key == 0:
+            return produce_runs_inline(self.services, ctx)
+        return key in _INLINE_KEYS
 
     def close(self) -> None:
         """Answer every parked request (as if its wait expired) and stop the timers."""

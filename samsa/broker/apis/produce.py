@@ -114,6 +114,17 @@ def append_partition(services: BrokerServices, topic: str, index: int,
                              error_message=None)
 
 
+def produce_runs_inline(services: BrokerServices, ctx: RequestContext) -> bool:
+    """True unless an append of this request fsyncs on the spot (a log with ``flush.messages``
+    1), so that a network thread may handle it itself."""
+    for topic in ctx.body.topic_data:
+        for data in topic.partition_data:
+            log = services.get_log(topic.name, data.index)
+            if log is not None and log.config.flush_messages <= 1:
+                return False
+    return True
+
+
 def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResponse | None:
     req = ctx.body
     acks = req.acks

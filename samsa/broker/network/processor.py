@@ -11,6 +11,17 @@ request is read; reading a little ahead (``max_pending_frames``, 0 = Kafka's str
 keeps the same ordering and saves a trip through this thread per request: when a handler's
 response is fully written, the handler thread itself starts the connection's next request.
 
+Inline dispatch.  Kafka's processors never run handlers: a request always crosses to a
+handler thread and its response crosses back.  In CPython each crossing is a condition-variable
+wakeup plus a GIL handoff (a woken thread may wait up to ``sys.getswitchinterval()`` for the
+GIL), which costs more than handling a small Produce.  So when the handler queue is empty and
+``inline`` says a request never blocks (ApiVersions, Metadata, ListOffsets, Fetch, Produce to
+logs that do not fsync per append: KafkaApis.runs_inline), the processor runs the dispatcher
+itself and goes on with the connection's next frame.  Anything else, or any request arriving
+while handlers are busy, goes through the RequestChannel as in Kafka.  Ordering is unchanged:
+a connection still has one request in handling at a time.  ``samsa.inline.dispatch.enable``
+turns it off.
+
 Other threads talk to the processor through ``_post`` (a command deque plus a wakeup byte on a
 socketpair); everything that touches the selector runs on the processor thread.
 """
@@ -24,11 +35,12 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from samsa.broker.handler_pool import run_next_on_this_thread
+from samsa.broker.handler_pool import handler_failed, run_next_on_this_thread
 from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
-from samsa.broker.request_channel import RequestChannel, RequestContext
+from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 from samsa.errors import UnsupportedVersionError
 from samsa.protocol import (
     APIS,
@@ -46,7 +58,7 @@ API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION = 35
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
-_NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH = range(5)
+_NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH, _NEXT = range(6)
 _ApiVersionsResponse: Any = APIS[API_VERSIONS_KEY].response_class
 
 
@@ -54,9 +66,16 @@ class Processor:
     def __init__(self, index: int, channel: RequestChannel, *, max_request_bytes: int,
                  idle_ms: int, max_pending_frames: int, max_pending_bytes: int,
                  listener: str = "PLAINTEXT", node_id: int = 0,
-                 api_versions_range: tuple[int, int] | None = None) -> None:
+                 api_versions_range: tuple[int, int] | None = None,
+                 dispatcher: Dispatcher | None = None,
+                 inline: Callable[[RequestContext], bool] | None = None) -> None:
         self.index = index
         self._channel = channel
+        # Inline dispatch (module docstring): both or neither.
+        self._dispatcher = dispatcher if inline is not None else None
+        self._inline = inline if dispatcher is not None else None
+        self._inline_conn: Connection | None = None  # whose request runs inline right now
+        self._inline_done = False  # it was answered at once: go on with its next frame
         self._max_request_bytes = max_request_bytes
         self._idle_s = idle_ms / 1000.0
         self._idle_check_s = min(max(self._idle_s / 4, 0.005), 1.0)
@@ -167,6 +186,8 @@ class Processor:
                 self._register_new(*command[1:])
             elif kind == _DISPATCH:
                 self._enqueue(command[1])
+            elif kind == _NEXT:
+                self._run_requests(command[1], self._next_frame(command[1]))
             else:
                 conn = command[1]
                 if conn.closed:
@@ -315,8 +336,38 @@ class Processor:
             return False
         ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
                              received * 1000.0, len(frame), self, conn)
+        inline = self._inline
+        if inline is not None and not len(self._channel) and self._on_thread() and inline(ctx):
+            return self._run_inline(conn, ctx)
         self._enqueue(ctx)
         return False
+
+    def _run_inline(self, conn: Connection, ctx: RequestContext) -> bool:
+        """Handle ``ctx`` on this thread; True if its response is fully written (or it needed
+        none), so the caller goes on with the connection's next frame."""
+        assert self._dispatcher is not None
+        outer = self._inline_conn, self._inline_done  # a dispatch may answer other requests
+        self._inline_conn, self._inline_done = conn, False
+        try:
+            self._dispatcher(ctx)
+        except Exception as exc:  # noqa: BLE001 - a handler bug must not kill the network thread
+            handler_failed(ctx, exc)
+        finally:
+            done = self._inline_done
+            self._inline_conn, self._inline_done = outer
+        return done
+
+    def _request_finished(self, conn: Connection) -> None:
+        """A request's response is written (or none was due): start the connection's next."""
+        if self._inline_conn is not None and self._on_thread():
+            if conn is self._inline_conn:
+                self._inline_done = True  # _run_requests' loop takes the next frame
+            else:
+                # Another connection's parked request answered by an inline dispatch: start its
+                # next request after this one instead of nesting dispatches.
+                self._commands.append((_NEXT, conn))
+            return
+        self._run_requests(conn, self._next_frame(conn))
 
     def _protocol_error(self, conn: Connection, reason: str) -> None:
         log.warning("closing %s (client %s): %s", conn.id, conn.client_host, reason)
@@ -346,10 +397,10 @@ class Processor:
 
     def send_response(self, conn: Connection, chunks: list[Any]) -> None:
         if self._send(conn, chunks):
-            self._run_requests(conn, self._next_frame(conn))
+            self._request_finished(conn)
 
     def finish_request(self, conn: Connection) -> None:
-        self._run_requests(conn, self._next_frame(conn))
+        self._request_finished(conn)
 
     def close_connection(self, conn: Connection, reason: str) -> None:
         with conn.lock:

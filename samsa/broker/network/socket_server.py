@@ -9,12 +9,12 @@ import logging
 import selectors
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from samsa.broker.handler_pool import RequestHandlerPool
 from samsa.broker.network.processor import Processor
-from samsa.broker.request_channel import Dispatcher, RequestChannel
+from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 
 __all__ = ["Acceptor", "SocketServer"]
 
@@ -105,7 +105,9 @@ class SocketServer:
 
     ``bind()`` opens the listening socket (``port`` is then the bound port, so port 0 works);
     ``start()`` binds if needed and starts every thread; ``stop()`` closes the listener and all
-    connections, drops queued requests and joins the threads.
+    connections, drops queued requests and joins the threads.  ``inline``: which requests the
+    network threads may handle themselves when the handler queue is empty (processor.py);
+    None sends every request to the handler threads, as Kafka does.
     """
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, *,
@@ -115,7 +117,8 @@ class SocketServer:
                  receive_buffer_bytes: int = 102_400, listen_backlog: int = 50,
                  max_pending_frames: int = DEFAULT_MAX_PENDING_FRAMES,
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-                 node_id: int = 0, api_versions_range: tuple[int, int] | None = None) -> None:
+                 node_id: int = 0, api_versions_range: tuple[int, int] | None = None,
+                 inline: Callable[[RequestContext], bool] | None = None) -> None:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
@@ -128,7 +131,8 @@ class SocketServer:
             Processor(i, self.request_channel, max_request_bytes=max_request_bytes,
                       idle_ms=connections_max_idle_ms, max_pending_frames=max_pending_frames,
                       max_pending_bytes=max_pending_bytes, node_id=node_id,
-                      api_versions_range=api_versions_range)
+                      api_versions_range=api_versions_range, dispatcher=dispatcher,
+                      inline=inline)
             for i in range(num_network_threads)
         ]
         self.handler_pool = RequestHandlerPool(self.request_channel, dispatcher, num_io_threads,
