@@ -191,7 +191,8 @@ def fetch_row(server: Server, topic: str) -> tuple[float, float]:
     return count / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds
 
 
-def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[bytes]
+def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[bytes],
+        codecs: tuple[str, ...] = CODECS, batch_sizes: tuple[int, ...] = BATCH_SIZES
         ) -> dict[tuple[str, str], tuple[float, float]]:
     """Best of ``repeat`` runs per row and broker; the brokers alternate run by run, so a busy
     machine slows both alike."""
@@ -203,14 +204,14 @@ def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[b
         if row[0] > results.get((label, server.name), (0.0, 0.0))[0]:
             results[(label, server.name)] = row
 
-    for codec in CODECS:
-        for batch_size in BATCH_SIZES:
+    for codec in codecs:
+        for batch_size in batch_sizes:
             label = f"produce {codec:<4} batch.size={batch_size // 1024} KiB"
             for r in range(repeat):
                 for server in servers:
                     topic = f"produce-{codec}-{batch_size}-{r}"
                     keep(label, server, produce_row(server, topic, n, codec, batch_size, values))
-    for codec in CODECS:
+    for codec in codecs if fetch_n > 0 else ():
         topic = f"fetch-{codec}"
         for server in servers:
             if server.name == "samsa":
@@ -228,12 +229,16 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000, help="records per produce run")
     parser.add_argument("--fetch-records", type=int, default=500_000,
-                        help="records written then read per fetch run")
+                        help="records written then read per fetch run (0: no fetch rows)")
     parser.add_argument("--profile", metavar="FILE", default=None,
                         help="profile the samsa broker with py-spy into FILE")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (best is kept)")
     parser.add_argument("--only", choices=("samsa", "mock"), default=None,
                         help="benchmark one broker only")
+    parser.add_argument("--codec", choices=CODECS, action="append", dest="codecs",
+                        help="run this codec's rows only (repeatable)")
+    parser.add_argument("--batch-kib", type=int, choices=[b // 1024 for b in BATCH_SIZES],
+                        action="append", help="run this batch.size's produce rows only")
     args = parser.parse_args()
 
     values = make_values()
@@ -244,7 +249,10 @@ def main() -> int:
             samsa_broker(data_dir, args.profile) as samsa, mock_cluster(topics) as mock:
         print(f"samsa broker at {samsa.bootstrap}, mock cluster at {mock.bootstrap}", flush=True)
         servers = [s for s in (samsa, mock) if args.only in (None, s.name)]
-        results = run(servers, args.records, args.fetch_records, args.repeat, values)
+        codecs = tuple(args.codecs or CODECS)
+        batch_sizes = tuple(k * 1024 for k in args.batch_kib) if args.batch_kib else BATCH_SIZES
+        results = run(servers, args.records, args.fetch_records, args.repeat, values, codecs,
+                      batch_sizes)
 
     labels = list(dict.fromkeys(label for label, _ in results))
     mb = VALUE_SIZE / 1e6
