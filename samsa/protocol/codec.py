@@ -8,6 +8,11 @@ Rules (Kafka's message generator README and protocol guide):
 * writing a field the version does not have is an error unless the field is ``ignorable`` or
   holds its default value (Java's UnsupportedVersionException);
 * runs of fixed-width fields are packed and unpacked with one ``struct`` call.
+
+Strings, bytes, records, arrays and the tagged-field section are generated inline (a broker
+decodes and encodes one or two of each per request, and a call per length prefix shows);
+tagged fields are compared with their defaults inline, and the general writer (tag order,
+unknown tags merged in) runs only when something must be written.
 """
 
 from __future__ import annotations
@@ -15,22 +20,26 @@ from __future__ import annotations
 import keyword
 import struct
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from samsa.protocol.message import Message
 from samsa.protocol.schema import FieldSchema, StructSchema
 from samsa.protocol.types import (
+    BYTES_LIKE,
     FIXED,
     FIXED_FORMAT,
+    INT16,
     INT32,
     Decoder,
     Encoder,
     ProtocolDecodeError,
     bytes_codec,
     length_codec,
+    past_end,
     read_uvarint,
     records_codec,
     string_codec,
+    write_records,
     write_uvarint,
 )
 from samsa.errors import UnsupportedVersionError
@@ -173,6 +182,22 @@ class _Source:
             return self.bind(value, "c")
         return self.bind(factory, "f") + "()"
 
+    def equals_default(self, f: FieldSchema, expr: str) -> str:
+        """A condition: ``expr == <the field's default>``, without building a default list or
+        struct each time (a struct default is checked by its generated ``is_default``)."""
+        value = f.default_factory()()
+        if isinstance(value, Message):
+            return f"{self.bind(is_default(value._schema), 'isdef')}({expr})"
+        # An immutable constant, or an empty list that is only ever compared with.
+        return f"{expr} == {self.bind(value, 'c')}"
+
+    def differs_from_default(self, f: FieldSchema, expr: str) -> str:
+        """The negation of ``equals_default``."""
+        value = f.default_factory()()
+        if isinstance(value, Message):
+            return f"not {self.bind(is_default(value._schema), 'isdef')}({expr})"
+        return f"{expr} != {self.bind(value, 'c')}"
+
     def add(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
 
@@ -183,13 +208,51 @@ def _attr(name: str) -> str:
     return "obj." + name
 
 
+# StructSchema (hashed by identity) -> its generated is_default predicate.
+_IS_DEFAULT: dict[StructSchema, Callable[[Any], bool]] = {}
+
+
+def is_default(schema: StructSchema) -> Callable[[Any], bool]:
+    """A generated predicate: ``value == schema.cls()`` (Message.__eq__: same type, every field
+    of every version equal; unknown_tags not compared), without building the default instance.
+    """
+    check = _IS_DEFAULT.get(schema)
+    if check is None:
+        src = _Source({"cls": schema.cls})
+        terms = ["type(v) is cls"]
+        terms += [src.equals_default(f, "v." + f.name) for f in schema.fields]
+        # e.g. LeaderIdAndEpoch: return type(v) is cls and v.leader_id == _c1 and ...
+        src.add(0, "def is_default(v):")
+        src.add(1, "return " + " and ".join(terms))
+        exec(compile("\n".join(src.lines) + "\n", f"<samsa is_default {schema.name}>", "exec"),
+             src.ns)
+        check = src.ns["is_default"]
+        _IS_DEFAULT[schema] = check
+    return check
+
+
+def _differs(f: FieldSchema) -> Callable[[Any], bool]:
+    """``value != <the field's default>`` as a callable, for the general tagged-field writer."""
+    default = f.default_factory()()
+    if isinstance(default, Message):
+        check = is_default(default._schema)
+        return lambda v: not check(v)
+    return lambda v: v != default
+
+
+def _too_many(name: str, n: int, pos: int, left: int) -> ProtocolDecodeError:
+    # Every element takes at least one byte: a larger count is a corrupt length.
+    return ProtocolDecodeError(f"array {name!r} claims {n} elements at position {pos}, "
+                               f"more than the {left} bytes left")
+
+
 def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> StructCodec:
     """Generate, compile and return the encoder and decoder of a struct at one version.
 
     The code is specialised to the version (which fields, compact or classic lengths, runs of
     fixed-width fields packed into one struct call) so that a message is read and written
-    without interpreting a plan field by field; nested structs and primitive kinds with their
-    own checks (strings, bytes, records, uuids) call their compiled codecs.
+    without interpreting a plan field by field; nested structs and uuids call their compiled
+    codecs.
     """
     cls = schema.cls
     regular: list[FieldSchema] = []
@@ -220,22 +283,22 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
     if run:
         steps.append(_Step(run, struct.Struct(">" + "".join(FIXED_FORMAT[r.kind] for r in run))))
 
+    tagged.sort(key=lambda f: f.tag)
     tag_codecs = {f.tag: (f, _field_codec(f, version, flexible)) for f in tagged}
-    tag_order = sorted(tag_codecs)
-    tag_defaults = {f.tag: f.default_factory() for f in tagged}
+    tag_writers = [(f.tag, f.name, tag_codecs[f.tag][1][0], _differs(f)) for f in tagged]
     name = schema.name
     present_names = {f.name for f in regular} | {f.name for f in tagged}
 
     def encode_tags(buf: bytearray, obj: Any) -> None:
+        """The general tagged-field writer: known fields that differ from their default and
+        unknown tags, in ascending tag order."""
         present: list[tuple[int, bytes]] = []
-        for tag in tag_order:
-            f, (enc, _dec) = tag_codecs[tag]
-            value = getattr(obj, f.name)
-            if value == tag_defaults[tag]():
-                continue
-            sub = bytearray()
-            enc(sub, value)
-            present.append((tag, bytes(sub)))
+        for tag, fname, enc, differs in tag_writers:
+            value = getattr(obj, fname)
+            if differs(value):
+                sub = bytearray()
+                enc(sub, value)
+                present.append((tag, bytes(sub)))
         unknown = obj.unknown_tags
         if unknown:
             present.extend(unknown.items())
@@ -279,7 +342,11 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
         "new": object.__new__, "cls": cls, "read_uvarint": read_uvarint,
         "write_uvarint": write_uvarint, "ProtocolDecodeError": ProtocolDecodeError,
         "encode_tags": encode_tags, "decode_tags": decode_tags, "absent_field": absent_field,
-        "pack": struct.pack, "unpack_from": struct.unpack_from, "INT32": INT32,
+        "pack": struct.pack, "unpack_from": struct.unpack_from,
+        "pack_i16": INT16.pack, "pack_i32": INT32.pack,
+        "unpack_i16": INT16.unpack_from, "unpack_i32": INT32.unpack_from,
+        "past_end": past_end, "too_many": _too_many,
+        "BYTES_LIKE": BYTES_LIKE, "write_records": write_records,
     }
     enc_src = _Source(ns)
     dec_src = _Source(ns)
@@ -299,18 +366,20 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
         if f.name not in present_names:
             dec_src.add(1, f"{_attr(f.name)} = {dec_src.default(f)}")
         if not f.ignorable:
-            enc_src.add(1, f"if {_attr(f.name)} != {enc_src.default(f)}:")
+            enc_src.add(1, f"if {enc_src.differs_from_default(f, _attr(f.name))}:")
             enc_src.add(2, f"absent_field({f.name!r}, {_attr(f.name)})")
     if flexible:
         for f in tagged:
             dec_src.add(1, f"{_attr(f.name)} = {dec_src.default(f)}")
-        if tagged:
-            enc_src.add(1, "encode_tags(buf, obj)")
-        else:
-            enc_src.add(1, "if obj.unknown_tags:")
-            enc_src.add(2, "encode_tags(buf, obj)")
-            enc_src.add(1, "else:")
-            enc_src.add(2, "buf.append(0)")
+        # The tagged-field section is nearly always empty (one zero byte): test each known
+        # tagged field against its default here, and call the general writer only when one
+        # differs or unknown tags were kept.
+        conditions = ["obj.unknown_tags"]
+        conditions += [enc_src.differs_from_default(f, _attr(f.name)) for f in tagged]
+        enc_src.add(1, f"if {' or '.join(conditions)}:")
+        enc_src.add(2, "encode_tags(buf, obj)")
+        enc_src.add(1, "else:")
+        enc_src.add(2, "buf.append(0)")
         dec_src.add(1, "if buf[pos] == 0:")
         dec_src.add(2, "pos += 1")
         dec_src.add(2, "obj.unknown_tags = None")
@@ -325,22 +394,146 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
     return ns["encode"], ns["decode"]
 
 
+# -- generated code for one field ----------------------------------------------------------------
+# Encoders take the value from ``obj.<field>`` and append to ``buf``; decoders read ``buf`` at
+# ``pos``, set ``obj.<field>`` and advance ``pos``.  Locals ``v``, ``n``, ``end``, ``lst`` and
+# ``x`` are scratch.
+
 def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
                dec_src: _Source) -> None:
     """Encoder and decoder lines for one field that is not part of a packed run."""
     target = _attr(f.name)
-    if f.kind == "bool":
+    compact = flexible if f.flexible is None else version in f.flexible
+    nullable = version in f.nullable
+    kind = f.kind
+    if kind == "bool":
         enc_src.add(1, f"buf.append(1 if {target} else 0)")
         dec_src.add(1, f"{target} = buf[pos] != 0")
         dec_src.add(1, "pos += 1")
-        return
-    if f.kind != "array":
+    elif kind in ("string", "bytes", "records"):
+        _gen_sized(f, compact, nullable, enc_src, dec_src)
+    elif kind == "array":
+        _gen_array(f, version, flexible, compact, nullable, enc_src, dec_src)
+    elif kind == "struct":
+        assert f.struct is not None
+        enc, dec = struct_codec(f.struct, version, flexible)
+        e, d = enc_src.bind(enc, "e"), dec_src.bind(dec, "d")
+        # Nullable struct fields (KIP-893) carry an int8 marker: -1 = null, 1 = present.
+        enc_src.add(1, f"v = {target}")
+        enc_src.add(1, "if v is None:")
+        if nullable:
+            enc_src.add(2, "buf.append(0xFF)")
+        else:
+            msg = f"struct field {f.name!r} is not nullable in this version"
+            enc_src.add(2, f"raise ValueError({msg!r})")
+        enc_src.add(1, "else:")
+        if nullable:
+            enc_src.add(2, "buf.append(1)")
+        enc_src.add(2, f"{e}(buf, v)")
+        if nullable:
+            dec_src.add(1, "if buf[pos] == 0xFF:")
+            dec_src.add(2, f"{target} = None")
+            dec_src.add(2, "pos += 1")
+            dec_src.add(1, "else:")
+            dec_src.add(2, f"{target}, pos = {d}(buf, pos + 1)")
+        else:
+            dec_src.add(1, f"{target}, pos = {d}(buf, pos)")
+    else:  # uuid (other fixed-width kinds are always in packed runs)
         enc, dec = _field_codec(f, version, flexible)
         enc_src.add(1, f"{enc_src.bind(enc, 'e')}(buf, {target})")
         dec_src.add(1, f"{target}, pos = {dec_src.bind(dec, 'd')}(buf, pos)")
-        return
-    compact = flexible if f.flexible is None else version in f.flexible
-    nullable = version in f.nullable
+
+
+def _gen_write_length(src: _Source, indent: int, length: str, compact: bool, wide: bool) -> None:
+    """Append the length prefix ``length`` (an expression): a varint of length + 1 (one byte
+    below 127, written inline), or an int32/int16."""
+    if compact:
+        src.add(indent, f"n = {length} + 1")
+        src.add(indent, "if n < 0x80:")
+        src.add(indent + 1, "buf.append(n)")
+        src.add(indent, "else:")
+        src.add(indent + 1, "write_uvarint(buf, n)")
+    else:
+        src.add(indent, f"buf += {'pack_i32' if wide else 'pack_i16'}({length})")
+
+
+def _gen_read_length(src: _Source, indent: int, compact: bool, wide: bool) -> None:
+    """Read a length prefix into ``n`` (-1 = null) and advance ``pos``."""
+    if compact:
+        src.add(indent, "n = buf[pos]")
+        src.add(indent, "if n < 0x80:")
+        src.add(indent + 1, "pos += 1")
+        src.add(indent, "else:")
+        src.add(indent + 1, "n, pos = read_uvarint(buf, pos)")
+        src.add(indent, "n -= 1")
+    else:
+        src.add(indent, f"n, = {'unpack_i32' if wide else 'unpack_i16'}(buf, pos)")
+        src.add(indent, f"pos += {4 if wide else 2}")
+
+
+def _gen_null_write(src: _Source, what: str, name: str, compact: bool, wide: bool,
+                    nullable: bool) -> None:
+    """The ``if v is None:`` branch of an encoder (indent 2, under ``if v is None:``)."""
+    if not nullable:
+        src.add(2, f"raise ValueError({f'{what} {name!r} is not nullable in this version'!r})")
+    elif compact:
+        src.add(2, "buf.append(0)")
+    else:
+        src.add(2, "buf += " + repr(b"\xff\xff\xff\xff" if wide else b"\xff\xff"))
+
+
+def _gen_sized(f: FieldSchema, compact: bool, nullable: bool, enc_src: _Source,
+               dec_src: _Source) -> None:
+    """A length-prefixed string, bytes or records field."""
+    target = _attr(f.name)
+    kind = f.kind
+    wide = kind != "string"
+    # encode
+    enc_src.add(1, f"v = {target}")
+    enc_src.add(1, "if v is None:")
+    _gen_null_write(enc_src, "field", f.name, compact, wide, nullable)
+    enc_src.add(1, "else:")
+    if kind == "string":
+        enc_src.add(2, "v = v.encode()")
+    _gen_write_length(enc_src, 2, "len(v)", compact, wide)
+    if kind == "records":
+        # File slices (zero-copy sends) are not bytes-like: write_records splices them in.
+        enc_src.add(2, "if isinstance(v, BYTES_LIKE):")
+        enc_src.add(3, "buf += v")
+        enc_src.add(2, "else:")
+        enc_src.add(3, "write_records(buf, v)")
+    else:
+        enc_src.add(2, "buf += v")
+    # decode
+    what = f"{'string' if kind == 'string' else kind} {f.name!r}"
+    _gen_read_length(dec_src, 1, compact, wide)
+    dec_src.add(1, "if n < 0:")
+    if nullable or kind == "records":  # a null records value is read as None in any version
+        dec_src.add(2, f"{target} = None")
+    else:
+        dec_src.add(2, f"raise ProtocolDecodeError({f'non-nullable {what} was null'!r})")
+    dec_src.add(1, "else:")
+    dec_src.add(2, "end = pos + n")
+    dec_src.add(2, "if end > len(buf):")
+    dec_src.add(3, f"raise past_end({what!r}, pos, n, len(buf))")
+    if kind == "string":
+        dec_src.add(2, "try:")
+        dec_src.add(3, f"{target} = str(buf[pos:end], 'utf-8')")
+        dec_src.add(2, "except UnicodeDecodeError as e:")
+        dec_src.add(3, f"raise ProtocolDecodeError({f'{what} is not valid UTF-8: '!r} + str(e))"
+                       " from None")
+    elif kind == "bytes":
+        dec_src.add(2, f"{target} = bytes(buf[pos:end])")
+    else:
+        # A slice, not a copy, when the input is a memoryview (the broker's frames).
+        dec_src.add(2, f"{target} = buf[pos:end]")
+    dec_src.add(2, "pos = end")
+
+
+def _gen_array(f: FieldSchema, version: int, flexible: bool, compact: bool, nullable: bool,
+               enc_src: _Source, dec_src: _Source) -> None:
+    """An array: elements of a fixed-width kind in one struct call, others one by one."""
+    target = _attr(f.name)
     item = f.item
     fixed_format = None
     if isinstance(item, StructSchema):
@@ -357,28 +550,16 @@ def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
     # encode
     enc_src.add(1, f"v = {target}")
     enc_src.add(1, "if v is None:")
-    if nullable:
-        enc_src.add(2, "buf.append(0)" if compact else "buf += b'\\xff\\xff\\xff\\xff'")
-    else:
-        enc_src.add(2, f"raise ValueError({f'array field {f.name!r} is not nullable in this version'!r})")
+    _gen_null_write(enc_src, "array field", f.name, compact, True, nullable)
     enc_src.add(1, "else:")
-    enc_src.add(2, "write_uvarint(buf, len(v) + 1)" if compact else "buf += INT32.pack(len(v))")
+    _gen_write_length(enc_src, 2, "len(v)", compact, wide=True)
     if fixed_format is not None:
         enc_src.add(2, f"buf += pack('>%d{fixed_format}' % len(v), *v)")
     else:
         enc_src.add(2, "for x in v:")
         enc_src.add(3, f"{e}(buf, x)")
     # decode
-    if compact:
-        dec_src.add(1, "n = buf[pos]")
-        dec_src.add(1, "if n < 0x80:")
-        dec_src.add(2, "pos += 1")
-        dec_src.add(1, "else:")
-        dec_src.add(2, "n, pos = read_uvarint(buf, pos)")
-        dec_src.add(1, "n -= 1")
-    else:
-        dec_src.add(1, "n = INT32.unpack_from(buf, pos)[0]")
-        dec_src.add(1, "pos += 4")
+    _gen_read_length(dec_src, 1, compact, wide=True)
     dec_src.add(1, "if n < 0:")
     if nullable:
         dec_src.add(2, f"{target} = None")
@@ -386,9 +567,7 @@ def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
         dec_src.add(2, f"raise ProtocolDecodeError({f'non-nullable array {f.name!r} was null'!r})")
     dec_src.add(1, "else:")
     dec_src.add(2, "if n > len(buf) - pos:")
-    # Every element takes at least one byte: a larger count is a corrupt length.
-    dec_src.add(3, f'raise ProtocolDecodeError(f"array {f.name!r} claims {{n}} elements at '
-                   'position {pos}, more than the {len(buf) - pos} bytes left")')
+    dec_src.add(3, f"raise too_many({f.name!r}, n, pos, len(buf) - pos)")
     if fixed_format is not None:
         size = struct.calcsize(">" + fixed_format)
         dec_src.add(2, f"{target} = list(unpack_from('>%d{fixed_format}' % n, buf, pos))")

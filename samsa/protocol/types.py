@@ -168,34 +168,56 @@ def length_codec(compact: bool, wide: bool) -> tuple[Callable[[bytearray, int], 
     return write_fixed, read_fixed
 
 
-def _sized_end(buf: Any, pos: int, n: int, what: str) -> int:
-    end = pos + n
-    if end > len(buf):
-        raise ProtocolDecodeError(f"{what} of {n} bytes at position {pos} runs past the end "
-                                  f"of a {len(buf)}-byte message")
-    return end
+def past_end(what: str, pos: int, n: int, size: int) -> ProtocolDecodeError:
+    """The error for a length-prefixed value of ``n`` bytes at ``pos`` that overruns the
+    ``size``-byte input (raised by the caller, so the hot path only compares two ints)."""
+    return ProtocolDecodeError(f"{what} of {n} bytes at position {pos} runs past the end "
+                               f"of a {size}-byte message")
 
+
+def _null_length(compact: bool, wide: bool) -> bytes:
+    """The length prefix that stands for null: varint 0, or int16/int32 -1."""
+    if compact:
+        return b"\0"
+    return b"\xff\xff\xff\xff" if wide else b"\xff\xff"
+
+
+# The codecs below are used for tagged fields, arrays of strings and by tests; the struct
+# codec generates the same logic inline for ordinary fields (codec.py).  Compact lengths take
+# the one-byte varint path inline: nearly every length is below 127.
 
 def string_codec(compact: bool, nullable: bool, field: str) -> tuple[Encoder, Decoder]:
     write_len, read_len = length_codec(compact, wide=False)
+    null = _null_length(compact, wide=False)
+    what = f"string {field!r}"
 
     def enc(buf: bytearray, v: Any) -> None:
         if v is None:
             if not nullable:
                 raise ValueError(f"field {field!r} is not nullable in this version")
-            write_len(buf, -1)
+            buf += null
             return
-        b = v.encode("utf-8")
-        write_len(buf, len(b))
+        b = v.encode()
+        n = len(b)
+        if compact and n < 0x7F:
+            buf.append(n + 1)
+        else:
+            write_len(buf, n)
         buf += b
 
     def dec(buf: Any, pos: int) -> tuple[Any, int]:
-        n, pos = read_len(buf, pos)
+        if compact and buf[pos] < 0x80:
+            n = buf[pos] - 1
+            pos += 1
+        else:
+            n, pos = read_len(buf, pos)
         if n < 0:
             if not nullable:
                 raise ProtocolDecodeError(f"non-nullable string {field!r} was null")
             return None, pos
-        end = _sized_end(buf, pos, n, f"string {field!r}")
+        end = pos + n
+        if end > len(buf):
+            raise past_end(what, pos, n, len(buf))
         try:
             return str(buf[pos:end], "utf-8"), end
         except UnicodeDecodeError as e:
@@ -206,23 +228,35 @@ def string_codec(compact: bool, nullable: bool, field: str) -> tuple[Encoder, De
 
 def bytes_codec(compact: bool, nullable: bool, field: str) -> tuple[Encoder, Decoder]:
     write_len, read_len = length_codec(compact, wide=True)
+    null = _null_length(compact, wide=True)
+    what = f"bytes {field!r}"
 
     def enc(buf: bytearray, v: Any) -> None:
         if v is None:
             if not nullable:
                 raise ValueError(f"field {field!r} is not nullable in this version")
-            write_len(buf, -1)
+            buf += null
             return
-        write_len(buf, len(v))
+        n = len(v)
+        if compact and n < 0x7F:
+            buf.append(n + 1)
+        else:
+            write_len(buf, n)
         buf += v
 
     def dec(buf: Any, pos: int) -> tuple[Any, int]:
-        n, pos = read_len(buf, pos)
+        if compact and buf[pos] < 0x80:
+            n = buf[pos] - 1
+            pos += 1
+        else:
+            n, pos = read_len(buf, pos)
         if n < 0:
             if not nullable:
                 raise ProtocolDecodeError(f"non-nullable bytes {field!r} was null")
             return None, pos
-        end = _sized_end(buf, pos, n, f"bytes {field!r}")
+        end = pos + n
+        if end > len(buf):
+            raise past_end(what, pos, n, len(buf))
         return bytes(buf[pos:end]), end
 
     return enc, dec
@@ -236,9 +270,15 @@ class ExternalChunks(bytearray):
     the bytes pieces and the external values in order.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.externals: list[tuple[int, Any]] = []
+    # No __init__, so making one costs what a bytearray does: the empty tuple is shared, and an
+    # instance gets its own list when the first external value is added.
+    externals: list[tuple[int, Any]] | tuple[()] = ()
+
+    def add_external(self, value: Any) -> None:
+        """Splice ``value`` in at the current end of the buffer."""
+        if not self.externals:
+            self.externals = []
+        self.externals.append((len(self), value))  # type: ignore[union-attr]
 
     def chunks(self) -> list[Any]:
         if not self.externals:
@@ -253,31 +293,42 @@ class ExternalChunks(bytearray):
         return out
 
 
-_BYTES_LIKE = (bytes, bytearray, memoryview)
+BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def write_records(buf: bytearray, v: Any) -> None:
+    """The payload of a non-null records value (its length is already written): bytes-like
+    values are copied, others (file slices) are spliced in when ``buf`` allows it, else read."""
+    if isinstance(v, BYTES_LIKE):
+        buf += v
+    elif isinstance(buf, ExternalChunks):
+        buf.add_external(v)
+    else:
+        buf += v.read()
 
 
 def records_codec(compact: bool, nullable: bool, field: str) -> tuple[Encoder, Decoder]:
     write_len, read_len = length_codec(compact, wide=True)
+    null = _null_length(compact, wide=True)
+    what = f"records {field!r}"
 
     def enc(buf: bytearray, v: Any) -> None:
         if v is None:
             if not nullable:
                 raise ValueError(f"field {field!r} is not nullable in this version")
-            write_len(buf, -1)
+            buf += null
             return
         write_len(buf, len(v))
-        if isinstance(v, _BYTES_LIKE):
-            buf += v
-        elif isinstance(buf, ExternalChunks):
-            buf.externals.append((len(buf), v))
-        else:
-            buf += v.read()
+        write_records(buf, v)
 
     def dec(buf: Any, pos: int) -> tuple[Any, int]:
         n, pos = read_len(buf, pos)
         if n < 0:
             return None, pos
-        end = _sized_end(buf, pos, n, f"records {field!r}")
+        end = pos + n
+        if end > len(buf):
+            raise past_end(what, pos, n, len(buf))
+        # A slice, not a copy, when the input is a memoryview (the broker's frames).
         return buf[pos:end], end
 
     return enc, dec
