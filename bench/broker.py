@@ -65,7 +65,7 @@ def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
     if profile:
         py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
         fmt = {".svg": "flamegraph", ".txt": "raw"}.get(os.path.splitext(profile)[1], "speedscope")
-        cmd = [py_spy, "record", "--threads", "--rate", "250", "--format", fmt,
+        cmd = [py_spy, "record", "--threads", "--rate", os.environ.get("PYSPY_RATE", "250"), *os.environ.get("PYSPY_FLAGS", "").split(), "--format", fmt,
                "-o", profile, "--", *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

@@ -139,6 +139,10 @@ class Purgatory:
 
     def check_and_complete(self, key: Hashable) -> int:
         """Retry the operations watching ``key``; returns how many completed."""
+        if key not in self._watchers:
+            # Nobody waits (the usual case on every produce).  Reading without the lock is safe:
+            # a watcher added just after this look re-checks its condition once it is watching.
+            return 0
         with self._lock:
             ops = list(self._watchers.get(key, ()))
         done = 0

@@ -237,7 +237,23 @@ def validate_batch(
     Returns its header; raises CorruptRecordError naming the offset and what was wrong.
     """
     header = read_batch_header(buf, pos)
-    size = header.size
+    size = header.batch_length + LOG_OVERHEAD
+    if (size < RECORD_BATCH_OVERHEAD or size > len(buf) - pos or header.records_count < 0
+            or (max_size is not None and size > max_size)):
+        _raise_invalid_batch(header, pos, size, len(buf), max_size)
+    with memoryview(buf) as view:
+        actual = crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"batch at offset {header.base_offset} (byte {pos}): CRC-32C mismatch (stored "
+            f"{header.crc:#010x}, computed {actual:#010x}); the batch is corrupt"
+        )
+    return header
+
+
+def _raise_invalid_batch(header: BatchHeader, pos: int, size: int, buf_len: int,
+                         max_size: int | None) -> None:
+    # Kept out of validate_batch so that the common (valid) path builds no messages.
     where = f"batch at offset {header.base_offset} (byte {pos})"
     if size < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordError(
@@ -246,19 +262,11 @@ def validate_batch(
         )
     if max_size is not None and size > max_size:
         raise CorruptRecordError(f"{where}: size {size} exceeds the limit {max_size}")
-    if size > len(buf) - pos:
+    if size > buf_len - pos:
         raise CorruptRecordError(
-            f"{where}: truncated, claims {size} bytes but only {len(buf) - pos} are present"
+            f"{where}: truncated, claims {size} bytes but only {buf_len - pos} are present"
         )
-    if header.records_count < 0:
-        raise CorruptRecordError(f"{where}: negative record count {header.records_count}")
-    actual = compute_crc(buf, pos, size)
-    if actual != header.crc:
-        raise CorruptRecordError(
-            f"{where}: CRC-32C mismatch (stored {header.crc:#010x}, computed {actual:#010x}); "
-            "the batch is corrupt"
-        )
-    return header
+    raise CorruptRecordError(f"{where}: negative record count {header.records_count}")
 
 
 def iter_batch_headers(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:

@@ -418,6 +418,29 @@ def test_request_answered_by_another_connections_request_moves_on(
                                                                (2, ["y"])]
 
 
+def test_responses_held_for_a_burst_are_sent_when_the_next_request_parks(
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    # Inline dispatch sends a response with MSG_MORE when the next pipelined request is already
+    # read; when that next request parks instead of answering, the held response must be pushed
+    # out at once (not left to the kernel's cork timer): no connection stays corked.
+    server, apis = start_server(num_network_threads=1)
+    a = Client(server.port)
+    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                            for i, name in enumerate(["x", "y", "park"])))
+    got = [a.receive(3, 1) for _ in range(2)]
+    assert [(cid, echo_names(body)) for cid, body in got] == [(0, ["x"]), (1, ["y"])]
+    while True:
+        with apis.lock:
+            if apis.parked:
+                break
+        time.sleep(0.001)
+    processor = server.processors[0]
+    assert [conn.corked for conn in processor._connections] == [False]
+    b = Client(server.port)
+    assert echo_names(b.call(metadata("release"), 1)) == ["release"]
+    assert echo_names(a.receive(3, 1)[1]) == ["park"]
+
+
 def test_no_response_moves_on_to_the_next_request(server: SocketServer) -> None:
     client = Client(server.port)
     client.send(metadata("silent"), 1)

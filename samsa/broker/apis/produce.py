@@ -38,10 +38,6 @@ from samsa.records.batch_header import TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_M
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
-_TIMESTAMP_AFTER = "message.timestamp.after.max.ms"
-_TIMESTAMP_BEFORE = "message.timestamp.before.max.ms"
-_BROKER_TIMESTAMP_DEFAULTS = {_TIMESTAMP_AFTER: 3_600_000, _TIMESTAMP_BEFORE: LONG_MAX}
-
 
 def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
     return PartitionResponse(index=index, error_code=code, base_offset=-1,
@@ -49,22 +45,7 @@ def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
                              error_message=message)
 
 
-def _timestamp_bounds(services: BrokerServices, topic: str) -> tuple[int, int]:
-    """(message.timestamp.after.max.ms, message.timestamp.before.max.ms) of ``topic``: the
-    topic's config, else the broker's ``log.`` setting, else Kafka's default."""
-    info = services.topic(topic)
-    configs = info.configs if info is not None else {}
-    bounds = []
-    for name in (_TIMESTAMP_AFTER, _TIMESTAMP_BEFORE):
-        value = configs.get(name)
-        if value is None:
-            value = services.config.get("log." + name, _BROKER_TIMESTAMP_DEFAULTS[name])
-        bounds.append(int(value))
-    return bounds[0], bounds[1]
-
-
-def _precheck(services: BrokerServices, log: Log, topic: str, records: bytes | memoryview,
-              transactional: bool, now: int) -> None:
+def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: int) -> None:
     """The request-level checks Kafka makes before the log validates the batch itself."""
     if transactional:
         raise InvalidTxnStateError(
@@ -81,8 +62,10 @@ def _precheck(services: BrokerServices, log: Log, topic: str, records: bytes | m
     if header.batch_length + LOG_OVERHEAD < len(records):
         raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
                                  "one record batch per partition")
-    if not attributes & TIMESTAMP_TYPE_MASK and not log.config.log_append_time:  # CreateTime
-        after, before = _timestamp_bounds(services, topic)
+    config = log.config
+    if not attributes & TIMESTAMP_TYPE_MASK and not config.log_append_time:  # CreateTime
+        # message.timestamp.after/before.max.ms: the topic's, else the broker's log.* setting.
+        after, before = config.timestamp_after_max_ms, config.timestamp_before_max_ms
         if header.max_timestamp > now + after:
             raise InvalidTimestampError(
                 f"timestamp {header.max_timestamp} of a record in the batch is more than "
@@ -104,7 +87,7 @@ def append_partition(services: BrokerServices, topic: str, index: int,
                        f"{topic}-{index} does not exist on this broker")
     try:
         data = records if records is not None else b""
-        _precheck(services, log, topic, data, transactional, now)
+        _precheck(log, data, transactional, now)
         result = log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
     except KafkaError as exc:
         return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc))

@@ -45,6 +45,8 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "log.flush.start.offset.checkpoint.interval.ms": 60_000,
     "log.segment.delete.delay.ms": 60_000,
     "log.message.timestamp.type": "CreateTime",
+    "log.message.timestamp.after.max.ms": 3_600_000,
+    "log.message.timestamp.before.max.ms": LONG_MAX,
     "log.cleanup.policy": "delete",
     "message.max.bytes": 1_048_588,
     "num.partitions": 1,
@@ -64,6 +66,8 @@ TOPIC_TO_BROKER: dict[str, str] = {
     "flush.ms": "log.flush.interval.ms",
     "max.message.bytes": "message.max.bytes",
     "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
     "cleanup.policy": "log.cleanup.policy",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
 }
@@ -170,6 +174,9 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     max_message_bytes: int = 1_048_588
     log_append_time: bool = False
+    # CreateTime bounds (KIP-937): how far a batch's timestamps may lead / trail the clock.
+    timestamp_after_max_ms: int = 3_600_000
+    timestamp_before_max_ms: int = LONG_MAX
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60_000
     producer_id_expiration_ms: int = _DAY_MS
@@ -198,6 +205,8 @@ class LogConfig:
             flush_ms=int(get("flush.ms")),
             max_message_bytes=int(get("max.message.bytes")),
             log_append_time=get("message.timestamp.type") == "LogAppendTime",
+            timestamp_after_max_ms=int(get("message.timestamp.after.max.ms")),
+            timestamp_before_max_ms=int(get("message.timestamp.before.max.ms")),
             cleanup_policy=str(get("cleanup.policy")),
             file_delete_delay_ms=int(get("file.delete.delay.ms")),
             producer_id_expiration_ms=int(resolved["producer.id.expiration.ms"]),

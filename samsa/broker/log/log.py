@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ from samsa.records.varint import decode_varint
 
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
-_BATCH_LENGTH = slice(8, 12)
+_INT32 = struct.Struct(">i")
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
 
@@ -114,7 +115,19 @@ _SHORT_RUN = 4
 _MAX_SHORT_RUNS = 3
 
 
-def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int, where: str) -> None:
+class _BatchPlace(NamedTuple):
+    """Where a produced batch sits, formatted only if an error message needs it."""
+
+    pos: int
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
+
+
+def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
+                  where: str | _BatchPlace) -> None:
     """Check that ``data[pos:end]`` holds exactly ``count`` records.
 
     Kafka's LogValidator iterates every record of a produced batch; this does the part that keeps
@@ -419,14 +432,15 @@ class Log:
                     "only magic 2 record batches (use a client that produces v2 batches)"
                 )
             if remaining >= LOG_OVERHEAD:
-                size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + LOG_OVERHEAD
+                size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
                 if size > max_bytes:
                     raise MessageTooLargeError(
                         f"record batch of {size} bytes exceeds max.message.bytes={max_bytes} of "
                         f"{self.topic}-{self.partition}; send smaller batches or raise the limit"
                     )
             header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
-            where = f"batch at byte {pos} of {self.topic}-{self.partition}"
+            # Messages are built only when needed: this runs for every produced batch.
+            where = _BatchPlace(pos, self.topic, self.partition)
             if header.records_count != header.last_offset_delta + 1 or header.records_count < 1:
                 raise InvalidRecordError(
                     f"{where}: records count {header.records_count} does not match last offset "
@@ -492,8 +506,8 @@ class Log:
                 set_log_append_time(buf, pos, now_ms)  # also rewrites attributes and CRC
                 header = read_batch_header(buf, pos)
             else:
-                header = header._replace(base_offset=next_offset,
-                                         partition_leader_epoch=leader_epoch)
+                # (base_offset, batch_length, partition_leader_epoch, ...): what was stamped.
+                header = BatchHeader(next_offset, header[1], leader_epoch, *header[3:])
             if client and header.producer_id >= 0:
                 state.stage(header, next_offset, now_ms, staged)
             stamped.append(header)

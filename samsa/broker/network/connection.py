@@ -133,7 +133,8 @@ class Connection:
     Fields under ``lock`` (touched by the Processor and by handler threads): ``busy`` (a request
     is being handled or its response written), ``pending`` (frames read but not yet handled),
     ``pending_bytes``, ``closed``, ``eof``, ``read_paused``, ``outgoing`` (the rest of a
-    response the Processor must write) and ``last_active``.
+    response the Processor must write), ``corked`` (a response went out with MSG_MORE and the
+    kernel may still hold it) and ``last_active``.
     The read buffer and ``interest`` belong to the Processor thread.
     """
 
@@ -150,6 +151,7 @@ class Connection:
         "client_host",
         "close_reason",
         "closed",
+        "corked",
         "eof",
         "id",
         "interest",
@@ -187,6 +189,7 @@ class Connection:
         self.last_active = time.monotonic()
         self.interest = 0
         self.close_reason = ""
+        self.corked = False  # a response was sent with MSG_MORE and may still be held back
         self._peer_closed = False
 
     def read_frames(self, max_frame_bytes: int) -> list[Any]:

@@ -22,6 +22,13 @@ while handlers are busy, goes through the RequestChannel as in Kafka.  Ordering 
 a connection still has one request in handling at a time.  ``samsa.inline.dispatch.enable``
 turns it off.
 
+Response batching.  When the processor answers a request inline and the connection's next
+request is already read, the response is sent with MSG_MORE, so a burst of pipelined requests
+(librdkafka keeps a dozen Produce requests in flight) is answered with one TCP segment: one
+wakeup of the client instead of one per response.  Whenever the processor stops answering that
+connection (it ran out of frames, or a request parked or went to a handler thread), ``_push``
+sends what the kernel holds; a send from any other thread pushes it too.
+
 Other threads talk to the processor through ``_post`` (a command deque plus a wakeup byte on a
 socketpair); everything that touches the selector runs on the processor thread.
 """
@@ -58,6 +65,7 @@ API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION = 35
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
+_MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere responses go out one by one
 _NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH, _NEXT = range(6)
 _ApiVersionsResponse: Any = APIS[API_VERSIONS_KEY].response_class
 
@@ -76,6 +84,7 @@ class Processor:
         self._inline = inline if dispatcher is not None else None
         self._inline_conn: Connection | None = None  # whose request runs inline right now
         self._inline_done = False  # it was answered at once: go on with its next frame
+        self._frames_left = 0  # frames of the current read not yet delivered (response batching)
         self._max_request_bytes = max_request_bytes
         self._idle_s = idle_ms / 1000.0
         self._idle_check_s = min(max(self._idle_s / 4, 0.005), 1.0)
@@ -252,8 +261,13 @@ class Processor:
             return
         now = time.monotonic()
         conn.last_active = now
+        left = len(frames)
         for frame in frames:
+            left -= 1
+            self._frames_left = left
             self._deliver(conn, frame, now)
+        if conn.corked:
+            self._push(conn)
         peer_closed = conn.peer_closed()
         with conn.lock:
             if conn.closed:
@@ -300,8 +314,10 @@ class Processor:
         # with the connection's next pending frame.
         while item is not None:
             if not self._start(conn, item[0], item[1]):
-                return
+                break
             item = self._next_frame(conn)
+        if conn.corked and not self._frames_left and self._on_thread():
+            self._push(conn)  # the request that would have followed is not answered yet
 
     def _start(self, conn: Connection, frame: Any, received: float) -> bool:
         """Decode one request and queue it; True if it was answered here and is done."""
@@ -423,14 +439,22 @@ class Processor:
                 return False
             try:
                 if len(chunks) == 1 and type(chunks[0]) is bytes:
-                    # The usual response: one bytes chunk, sent with one call.
+                    # The usual response: one bytes chunk, sent with one call.  If this thread
+                    # is about to answer the connection's next request too (pipelined frames
+                    # already read), MSG_MORE lets the kernel hold it so that the burst leaves
+                    # as one segment: one wakeup of the client and one trip through loopback
+                    # TCP instead of one per response.  _push ends the hold.
+                    more = (self._inline_conn is conn and (self._frames_left or conn.pending)
+                            and self._on_thread())
                     try:
-                        out._advance(conn.sock.send(chunks[0]))
+                        out._advance(conn.sock.send(chunks[0], _MSG_MORE if more else 0))
                     except BlockingIOError:
                         pass
+                    conn.corked = bool(more)
                     done = out.index == 1
                 else:
                     done = out.write_to(conn.sock)
+                    conn.corked = False
             except OSError as exc:
                 done = False
                 failed = f"write failed: {exc}"
@@ -452,6 +476,17 @@ class Processor:
             else:
                 self._post((_WRITABLE, conn))
         return done
+
+    def _push(self, conn: Connection) -> None:
+        """Send what MSG_MORE held back (setting TCP_NODELAY flushes pending output)."""
+        with conn.lock:
+            if not conn.corked or conn.closed:
+                return
+            conn.corked = False
+            try:
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass  # the connection is broken; the next read or write reports it
 
     def _on_writable(self, conn: Connection) -> None:
         failed = None

@@ -21,6 +21,8 @@ def test_kafka_defaults() -> None:
     assert config.flush_messages == LONG_MAX
     assert config.max_message_bytes == 1048588
     assert not config.log_append_time
+    assert config.timestamp_after_max_ms == 3_600_000
+    assert config.timestamp_before_max_ms == LONG_MAX
 
 
 def test_topic_overrides_win_over_broker_settings() -> None:
@@ -32,6 +34,16 @@ def test_topic_overrides_win_over_broker_settings() -> None:
     assert config.retention_ms == 3_600_000
     assert config.max_message_bytes == 100
     assert config.log_append_time
+
+
+def test_timestamp_bounds_from_topic_then_broker() -> None:
+    config = LogConfig.from_configs({"log.message.timestamp.after.max.ms": 5000,
+                                     "log.message.timestamp.before.max.ms": 9000},
+                                    {"message.timestamp.before.max.ms": "100"})
+    assert config.timestamp_after_max_ms == 5000
+    assert config.timestamp_before_max_ms == 100
+    with pytest.raises(InvalidConfigError, match="message.timestamp.after.max.ms"):
+        validate_topic_configs({"message.timestamp.after.max.ms": "-1"})
 
 
 def test_derived_millisecond_settings() -> None:
