@@ -147,6 +147,10 @@ class RequestChannel:
     def put_nowait(self, ctx: RequestContext) -> None:
         self._queue.put_nowait(ctx)
 
+    def empty(self) -> bool:
+        """True if no request waits for a handler thread (a lock-free look: it may change at once)."""
+        return not self._queue.queue
+
     def get(self) -> RequestContext | None:
         return self._queue.get()
 

@@ -353,7 +353,7 @@ class Processor:
         ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
                              received * 1000.0, len(frame), self, conn)
         inline = self._inline
-        if inline is not None and not len(self._channel) and self._on_thread() and inline(ctx):
+        if inline is not None and self._channel.empty() and self._on_thread() and inline(ctx):
             return self._run_inline(conn, ctx)
         self._enqueue(ctx)
         return False
