@@ -530,6 +530,14 @@ def _gen_sized(f: FieldSchema, compact: bool, nullable: bool, enc_src: _Source,
     dec_src.add(2, "pos = end")
 
 
+_SHORT_ARRAY = 32
+
+
+def _array_structs(fixed_format: str, method: str) -> list[Any]:
+    """``Struct("><k><format>").<method>`` for k = 0 .. _SHORT_ARRAY - 1."""
+    return [getattr(struct.Struct(f">{k}{fixed_format}"), method) for k in range(_SHORT_ARRAY)]
+
+
 def _gen_array(f: FieldSchema, version: int, flexible: bool, compact: bool, nullable: bool,
                enc_src: _Source, dec_src: _Source) -> None:
     """An array: elements of a fixed-width kind in one struct call, others one by one."""
@@ -552,10 +560,18 @@ def _gen_array(f: FieldSchema, version: int, flexible: bool, compact: bool, null
     enc_src.add(1, "if v is None:")
     _gen_null_write(enc_src, "array field", f.name, compact, True, nullable)
     enc_src.add(1, "else:")
-    _gen_write_length(enc_src, 2, "len(v)", compact, wide=True)
     if fixed_format is not None:
-        enc_src.add(2, f"buf += pack('>%d{fixed_format}' % len(v), *v)")
+        packs = enc_src.bind(_array_structs(fixed_format, "pack"), "packs")
+        enc_src.add(2, "k = len(v)")
+        _gen_write_length(enc_src, 2, "k", compact, wide=True)
+        # Precompiled Structs for short arrays (a format string per call costs more than the
+        # packing); nothing to pack for an empty one.
+        enc_src.add(2, f"if 0 < k < {_SHORT_ARRAY}:")
+        enc_src.add(3, f"buf += {packs}[k](*v)")
+        enc_src.add(2, "elif k:")
+        enc_src.add(3, f"buf += pack('>%d{fixed_format}' % k, *v)")
     else:
+        _gen_write_length(enc_src, 2, "len(v)", compact, wide=True)
         enc_src.add(2, "for x in v:")
         enc_src.add(3, f"{e}(buf, x)")
     # decode
@@ -570,7 +586,11 @@ def _gen_array(f: FieldSchema, version: int, flexible: bool, compact: bool, null
     dec_src.add(3, f"raise too_many({f.name!r}, n, pos, len(buf) - pos)")
     if fixed_format is not None:
         size = struct.calcsize(">" + fixed_format)
-        dec_src.add(2, f"{target} = list(unpack_from('>%d{fixed_format}' % n, buf, pos))")
+        unpacks = dec_src.bind(_array_structs(fixed_format, "unpack_from"), "unpacks")
+        dec_src.add(2, f"if n < {_SHORT_ARRAY}:")
+        dec_src.add(3, f"{target} = list({unpacks}[n](buf, pos))")
+        dec_src.add(2, "else:")
+        dec_src.add(3, f"{target} = list(unpack_from('>%d{fixed_format}' % n, buf, pos))")
         dec_src.add(2, f"pos += n * {size}")
     else:
         dec_src.add(2, "lst = []")
@@ -592,7 +612,15 @@ def decode_struct(schema: StructSchema, version: int, flexible: bool, buf: Any,
         return decode(buf, pos)
     except ProtocolDecodeError:
         raise
-    except (struct.error, IndexError, ValueError) as e:
-        raise ProtocolDecodeError(
-            f"{schema.name} v{version} does not parse: the message is truncated or malformed ({e})"
-        ) from None
+    except MALFORMED as e:
+        raise malformed(schema, version, e) from None
+
+
+# What a generated decoder raises on truncated or malformed input besides ProtocolDecodeError
+# (no bounds checks on the hot path: a short buffer fails in struct or indexing).
+MALFORMED = (struct.error, IndexError, ValueError)
+
+
+def malformed(schema: StructSchema, version: int, e: Exception) -> ProtocolDecodeError:
+    return ProtocolDecodeError(
+        f"{schema.name} v{version} does not parse: the message is truncated or malformed ({e})")

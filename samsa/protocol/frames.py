@@ -12,11 +12,11 @@ from typing import Any
 
 from samsa.errors import UnsupportedVersionError
 from samsa.protocol.apis import api_for
-from samsa.protocol.codec import decode_struct, struct_codec
+from samsa.protocol.codec import MALFORMED, decode_struct, malformed, struct_codec
 from samsa.protocol.message import Message, make_class
 from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
-from samsa.protocol.schema import build_struct
-from samsa.protocol.types import INT32, ExternalChunks, ProtocolDecodeError
+from samsa.protocol.schema import StructSchema, build_struct
+from samsa.protocol.types import INT32, Decoder, ExternalChunks, ProtocolDecodeError
 
 API_VERSIONS_KEY = 18
 
@@ -38,9 +38,16 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 
 def _with_size_prefix(buf: ExternalChunks) -> list[Any]:
-    external = sum(len(v) for _, v in buf.externals)
-    INT32.pack_into(buf, 0, len(buf) - 4 + external)
+    """Fill in the 4-byte size placeholder at the start of ``buf``; the frame as chunks."""
+    externals = buf.externals
+    if not externals:
+        _pack_size(buf, 0, len(buf) - 4)
+        return [bytes(buf)]
+    _pack_size(buf, 0, len(buf) - 4 + sum(len(v) for _, v in externals))
     return buf.chunks()
+
+
+_pack_size = INT32.pack_into
 
 
 def encode_request(request: Message, api_version: int, correlation_id: int,
@@ -70,10 +77,10 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
     broker can answer an ApiVersions request of a version it does not know; for a known
     flexible version the header's tagged fields are consumed too.
     """
-    if len(payload) < _REQUEST_HEADER_V1.size:
+    if len(payload) < _HEADER_V1_SIZE:
         raise ProtocolDecodeError(f"request of {len(payload)} bytes is shorter than a header")
-    key, version, correlation_id, client_len = _REQUEST_HEADER_V1.unpack_from(payload, 0)
-    pos = _REQUEST_HEADER_V1.size
+    key, version, correlation_id, client_len = _unpack_header_v1(payload, 0)
+    pos = _HEADER_V1_SIZE
     client_id = None
     if client_len >= 0:
         end = pos + client_len
@@ -84,13 +91,20 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
         except UnicodeDecodeError:
             raise ProtocolDecodeError("request header client id is not valid UTF-8") from None
         pos = end
-    header = RequestHeader(request_api_key=key, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
-    try:
-        api = api_for(key, version)
-    except UnsupportedVersionError:
-        return header, pos
-    if api.is_flexible(version):
+    # As RequestHeader(...) would build it, without the keyword-argument call.
+    header = _new(RequestHeader)
+    header.request_api_key = key
+    header.request_api_version = version
+    header.correlation_id = correlation_id
+    header.client_id = client_id
+    header.unknown_tags = None
+    plan = _request_plans.get((key, version))
+    if plan is None:
+        try:
+            plan = _request_plan(key, version)
+        except UnsupportedVersionError:
+            return header, pos
+    if plan[0]:
         # Header v2 ends with tagged fields: usually none (one zero byte); otherwise decode
         # them with the declared schema.
         if pos < len(payload) and payload[pos] == 0:
@@ -99,11 +113,37 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
     return header, pos
 
 
+_new = object.__new__
+_unpack_header_v1 = _REQUEST_HEADER_V1.unpack_from
+_HEADER_V1_SIZE = _REQUEST_HEADER_V1.size
+
+# (api key, version) -> (flexible, request schema, body decoder), for the versions samsa knows;
+# filled on first use so that a request costs one dict lookup instead of the API checks.
+_request_plans: dict[tuple[int, int], tuple[bool, StructSchema, Decoder]] = {}
+
+
+def _request_plan(key: int, version: int) -> tuple[bool, StructSchema, Decoder]:
+    """Raises UnsupportedVersionError for a key or version samsa does not know."""
+    api = api_for(key, version)
+    flexible = api.is_flexible(version)
+    schema = api.request_schema
+    plan = (flexible, schema, struct_codec(schema, version, flexible)[1])
+    _request_plans[(key, version)] = plan
+    return plan
+
+
 def decode_request_body(header: Any, payload: Any, pos: int) -> Any:
-    api = api_for(header.request_api_key, header.request_api_version)
-    version = header.request_api_version
-    body, _ = decode_struct(api.request_schema, version, api.is_flexible(version), payload, pos)
-    return body
+    key, version = header.request_api_key, header.request_api_version
+    plan = _request_plans.get((key, version))
+    if plan is None:
+        plan = _request_plan(key, version)
+    _, schema, decode = plan
+    try:
+        return decode(payload, pos)[0]
+    except ProtocolDecodeError:
+        raise
+    except MALFORMED as e:  # as decode_struct: truncated or malformed input
+        raise malformed(schema, version, e) from None
 
 
 def decode_request(payload: Any) -> tuple[Any, Any]:
@@ -119,28 +159,32 @@ def encode_response(response: Message, api_version: int, correlation_id: int) ->
     plan = _response_plans.get((cls, api_version))
     if plan is None:
         plan = _response_plan(response, api_version)
-    header_tags, encode = plan
-    buf = ExternalChunks()
-    buf += _CORRELATION.pack(0, correlation_id)
-    if header_tags:
-        buf.append(0)  # response header v1: no tagged fields
+    pack_header, encode = plan
+    buf = ExternalChunks(pack_header(0, correlation_id))
     encode(buf, response)
-    return _with_size_prefix(buf)
+    if buf.externals:
+        return _with_size_prefix(buf)
+    _pack_size(buf, 0, len(buf) - 4)  # _with_size_prefix's common case, inline
+    return [bytes(buf)]
 
 
-# (response class, version) -> (header has a tag section, body encoder); filled on first use.
-_response_plans: dict[tuple[type, int], tuple[bool, Any]] = {}
-_CORRELATION = struct.Struct(">ii")  # the size placeholder, then the correlation id
+# (response class, version) -> (header packer, body encoder); filled on first use.
+_response_plans: dict[tuple[type, int], tuple[Any, Any]] = {}
+# The size placeholder and the correlation id; header v1 adds an empty tagged-field section
+# (the pad byte "x" packs as zero).
+_RESPONSE_HEADER_V0 = struct.Struct(">ii")
+_RESPONSE_HEADER_V1 = struct.Struct(">iix")
 
 
-def _response_plan(response: Message, api_version: int) -> tuple[bool, Any]:
+def _response_plan(response: Message, api_version: int) -> tuple[Any, Any]:
     api = response.api
     if api is None or type(response) is not api.response_class:
         raise TypeError(f"{type(response).__name__} is not a response message")
     api_for(api.key, api_version)
     header_version = response_header_version(api.key, api_version)
     encode = struct_codec(api.response_schema, api_version, api.is_flexible(api_version))[0]
-    plan = (header_version >= 1, encode)
+    header = _RESPONSE_HEADER_V1 if header_version >= 1 else _RESPONSE_HEADER_V0
+    plan = (header.pack, encode)
     _response_plans[(type(response), api_version)] = plan
     return plan
 

@@ -45,8 +45,18 @@ def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
+    # Unrolled for two and three bytes (lengths up to 2 MiB, such as a records batch's).
     result = b & 0x7F
-    shift = 7
+    b = buf[pos + 1]
+    if b < 0x80:
+        return result | b << 7, pos + 2
+    result |= (b & 0x7F) << 7
+    b = buf[pos + 2]
+    if b < 0x80:
+        return result | b << 14, pos + 3
+    result |= (b & 0x7F) << 14
+    shift = 21
+    pos += 2
     while True:
         pos += 1
         b = buf[pos]
