@@ -1,0 +1,130 @@
+"""Broker CPU per Produce request: a steady, client-independent measure for profiling the broker.
+
+    .venv/bin/python bench/broker_cpu.py [--requests N] [--in-flight K] [--profile FILE]
+
+bench/broker.py answers "how fast against the mock, with confluent-kafka", but its figures move
+with whatever else the two cores are doing.  This one replays pre-built ProduceRequest v9
+frames (16 KiB batches of 100-byte values, like librdkafka's with batch.size=16384, one
+partition per request, acks=1) over one connection with K requests in flight, from a client
+that only writes bytes and counts responses, and prints the samsa broker process's CPU time per
+request, per codec.  Use it to see whether a broker change costs or saves CPU; use
+bench/broker.py for the ratios the issue asks for.  ``--profile FILE`` runs the broker under
+py-spy (see bench/broker.py; PYSPY_FLAGS=--gil keeps only samples holding the GIL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker import (
+    PRODUCE_PARTITIONS,
+    cpu_seconds,
+    create_topic,
+    make_values,
+    samsa_broker,
+)
+
+from samsa.protocol import ProduceRequest, encode_request
+from samsa.records import Compression
+from samsa.records.builder import RecordBatchBuilder
+
+TOPIC = "broker-cpu"
+BATCH_BYTES = 16 * 1024
+PRODUCE_VERSION = 9  # what librdkafka 2.x sends
+_SIZE = struct.Struct(">i")
+
+
+def build_frames(codec: Compression, count: int) -> list[bytes]:
+    """``count`` size-prefixed ProduceRequest frames, one full 16 KiB batch each, partitions
+    taken in turn."""
+    values = make_values()
+    frames = []
+    now = int(time.time() * 1000)
+    for i in range(count):
+        builder = RecordBatchBuilder(codec, batch_size_limit=BATCH_BYTES)
+        n = 0
+        while builder.append(now, None, values[(i * 200 + n) % len(values)]) is not None:
+            n += 1
+        data = ProduceRequest.PartitionProduceData(
+            index=i % PRODUCE_PARTITIONS, records=builder.build())
+        request = ProduceRequest(transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[
+            ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[data])])
+        frames.append(encode_request(request, PRODUCE_VERSION, i, "broker-cpu"))
+    return frames
+
+
+def replay(bootstrap: str, frames: list[bytes], requests: int, in_flight: int) -> float:
+    """Send ``requests`` frames (cycling) with at most ``in_flight`` unanswered; seconds taken."""
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    window = threading.Semaphore(in_flight)
+    failed: list[BaseException] = []
+
+    def read_responses() -> None:
+        try:
+            with sock.makefile("rb") as stream:
+                for _ in range(requests):
+                    head = stream.read(4)
+                    if len(head) < 4:
+                        raise ConnectionError("the broker closed the connection")
+                    stream.read(_SIZE.unpack(head)[0])
+                    window.release()
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            failed.append(exc)
+            for _ in range(in_flight):
+                window.release()
+
+    reader = threading.Thread(target=read_responses, daemon=True)
+    start = time.perf_counter()
+    reader.start()
+    for i in range(requests):
+        window.acquire()
+        if failed:
+            break
+        sock.sendall(frames[i % len(frames)])
+    reader.join()
+    elapsed = time.perf_counter() - start
+    sock.close()
+    if failed:
+        raise RuntimeError(f"replay failed: {failed[0]!r}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=20_000, help="requests per codec")
+    parser.add_argument("--in-flight", type=int, default=8, help="unanswered requests allowed")
+    parser.add_argument("--codec", choices=("none", "lz4"), action="append", dest="codecs",
+                        help="codecs to run (default: none and lz4)")
+    parser.add_argument("--profile", metavar="FILE", default=None,
+                        help="profile the samsa broker with py-spy into FILE")
+    args = parser.parse_args()
+    codecs = [Compression[c.upper()] for c in (args.codecs or ("none", "lz4"))]
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as data_dir, \
+            samsa_broker(data_dir, args.profile) as broker:
+        create_topic(broker.bootstrap, TOPIC, PRODUCE_PARTITIONS)
+        for codec in codecs:
+            frames = build_frames(codec, 64)
+            replay(broker.bootstrap, frames, 500, args.in_flight)  # warm up
+            cpu0 = cpu_seconds(broker.proc.pid)
+            seconds = replay(broker.bootstrap, frames, args.requests, args.in_flight)
+            cpu = cpu_seconds(broker.proc.pid) - cpu0
+            print(f"{codec.name.lower():<5} {args.requests:,} requests, {args.in_flight} in flight: "
+                  f"{args.requests / seconds:>9,.0f} requests/s, broker CPU "
+                  f"{cpu / args.requests * 1e6:6.1f} us/request ({cpu / seconds:.0%} of a core)",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
