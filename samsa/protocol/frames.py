@@ -53,21 +53,41 @@ _pack_size = INT32.pack_into
 def encode_request(request: Message, api_version: int, correlation_id: int,
                    client_id: str | None) -> bytes:
     """A size-prefixed request frame."""
+    plan = _request_encode_plans.get((type(request), api_version))
+    if plan is None:
+        plan = _request_encode_plan(request, api_version)
+    key, flexible, encode = plan
+    # The size placeholder and header v1; header v2 adds an empty tagged-field section.  The
+    # client id is always a classic int16-length string.
+    if client_id is None:
+        buf = ExternalChunks(_pack_request_head(0, key, api_version, correlation_id, -1))
+    else:
+        raw = client_id.encode()
+        buf = ExternalChunks(_pack_request_head(0, key, api_version, correlation_id, len(raw)))
+        buf += raw
+    if flexible:
+        buf.append(0)
+    encode(buf, request)
+    chunks = _with_size_prefix(buf)
+    # External records values (file slices) are not bytes-like: read them, as
+    # encode_response_bytes does.
+    return chunks[0] if len(chunks) == 1 else _join_chunks(chunks)
+
+
+_pack_request_head = struct.Struct(">ihhih").pack
+# (request class, version) -> (api key, flexible, body encoder); filled on first use.
+_request_encode_plans: dict[tuple[type, int], tuple[int, bool, Any]] = {}
+
+
+def _request_encode_plan(request: Message, api_version: int) -> tuple[int, bool, Any]:
     api = request.api
     if api is None or type(request) is not api.request_class:
         raise TypeError(f"{type(request).__name__} is not a request message")
     api_for(api.key, api_version)
     flexible = api.is_flexible(api_version)
-    buf = ExternalChunks()
-    buf += b"\0\0\0\0"
-    header = RequestHeader(request_api_key=api.key, request_api_version=api_version,
-                           correlation_id=correlation_id, client_id=client_id)
-    struct_codec(_request_header_schema, 2 if flexible else 1, flexible)[0](buf, header)
-    struct_codec(api.request_schema, api_version, flexible)[0](buf, request)
-    chunks = _with_size_prefix(buf)
-    # External records values (file slices) are not bytes-like: read them, as
-    # encode_response_bytes does.
-    return chunks[0] if len(chunks) == 1 else _join_chunks(chunks)
+    plan = (api.key, flexible, struct_codec(api.request_schema, api_version, flexible)[0])
+    _request_encode_plans[(type(request), api_version)] = plan
+    return plan
 
 
 def decode_request_header(payload: Any) -> tuple[Any, int]:
@@ -199,13 +219,39 @@ def encode_response_bytes(response: Message, api_version: int, correlation_id: i
 
 def decode_response(api_key: int, api_version: int, payload: Any) -> tuple[int, Any]:
     """``(correlation_id, body)`` of a response frame given without its size prefix."""
+    plan = _response_decode_plans.get((api_key, api_version))
+    if plan is None:
+        plan = _response_decode_plan(api_key, api_version)
+    header_version, schema, decode = plan
+    pos = 4 + header_version  # header v1 ends with a tagged-field section: usually one 0 byte
+    if len(payload) >= pos and (header_version == 0 or payload[4] == 0):
+        correlation_id = _unpack_i32(payload, 0)[0]
+    else:
+        header, pos = decode_struct(_response_header_schema, header_version,
+                                    header_version >= 1, payload, 0)
+        correlation_id = header.correlation_id
+    try:
+        return correlation_id, decode(payload, pos)[0]
+    except ProtocolDecodeError:
+        raise
+    except MALFORMED as e:  # as decode_struct: truncated or malformed input
+        raise malformed(schema, api_version, e) from None
+
+
+_unpack_i32 = INT32.unpack_from
+# (api key, version) -> (response header version, response schema, body decoder).
+_response_decode_plans: dict[tuple[int, int], tuple[int, StructSchema, Decoder]] = {}
+
+
+def _response_decode_plan(api_key: int, api_version: int) -> tuple[int, StructSchema, Decoder]:
+    """Raises UnsupportedVersionError for a key or version samsa does not know."""
     api = api_for(api_key, api_version)
-    header_version = response_header_version(api_key, api_version)
-    header, pos = decode_struct(_response_header_schema, header_version, header_version >= 1,
-                                payload, 0)
-    body, _ = decode_struct(api.response_schema, api_version, api.is_flexible(api_version),
-                            payload, pos)
-    return header.correlation_id, body
+    flexible = api.is_flexible(api_version)
+    schema = api.response_schema
+    plan = (response_header_version(api_key, api_version), schema,
+            struct_codec(schema, api_version, flexible)[1])
+    _response_decode_plans[(api_key, api_version)] = plan
+    return plan
 
 
 def peek_correlation_id(payload: Any) -> int:

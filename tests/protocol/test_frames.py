@@ -134,6 +134,23 @@ def test_short_request_header() -> None:
         decode_request_header(flexible[:-1])  # missing tagged-field count
 
 
+def test_response_header_v1_tagged_fields_are_consumed() -> None:
+    body = encode_body(ProduceResponse(throttle_time_ms=5), 9)
+    plain = struct.pack(">i", 77) + b"\x00" + body
+    assert decode_response(0, 9, plain) == (77, ProduceResponse(throttle_time_ms=5))
+    # An unknown tag in the header (tag 3, two bytes) is skipped, not taken for the body.
+    tagged = struct.pack(">i", 77) + b"\x01\x03\x02hi" + body
+    assert decode_response(0, 9, tagged) == (77, ProduceResponse(throttle_time_ms=5))
+
+
+def test_request_header_of_a_known_version_is_a_plain_request_header() -> None:
+    frame = encode_request(ProduceRequest(acks=1), 9, 5, "me")[4:]
+    header, _ = decode_request_header(frame)
+    assert header == samsa.protocol.RequestHeader(request_api_key=0, request_api_version=9,
+                                                  correlation_id=5, client_id="me")
+    assert header.unknown_tags is None
+
+
 def test_peek_correlation_id() -> None:
     chunks = encode_response(ProduceResponse(), 3, -42)
     assert peek_correlation_id(chunks[0][4:]) == -42
