@@ -20,8 +20,10 @@ from __future__ import annotations
 import keyword
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from samsa.errors import UnsupportedVersionError
 from samsa.protocol.message import Message
 from samsa.protocol.schema import FieldSchema, StructSchema
 from samsa.protocol.types import (
@@ -42,7 +44,6 @@ from samsa.protocol.types import (
     write_records,
     write_uvarint,
 )
-from samsa.errors import UnsupportedVersionError
 
 StructCodec = tuple[Encoder, Decoder]
 
@@ -138,7 +139,7 @@ def _array_codec(name: str, item: StructCodec, compact: bool, nullable: bool) ->
             # Every element takes at least one byte: a larger count is a corrupt length.
             raise ProtocolDecodeError(f"array {name!r} claims {n} elements at position {pos}, "
                                       f"more than the {len(buf) - pos} bytes left")
-        out = []
+        out: list[Any] = []
         append = out.append
         for _ in range(n):
             x, pos = dec_item(buf, pos)
@@ -224,8 +225,8 @@ def is_default(schema: StructSchema) -> Callable[[Any], bool]:
         # e.g. LeaderIdAndEpoch: return type(v) is cls and v.leader_id == _c1 and ...
         src.add(0, "def is_default(v):")
         src.add(1, "return " + " and ".join(terms))
-        exec(compile("\n".join(src.lines) + "\n", f"<samsa is_default {schema.name}>", "exec"),
-             src.ns)
+        source = "\n".join(src.lines) + "\n"
+        exec(compile(source, f"<samsa is_default {schema.name}>", "exec"), src.ns)  # noqa: S102
         check = src.ns["is_default"]
         _IS_DEFAULT[schema] = check
     return check
@@ -238,6 +239,11 @@ def _differs(f: FieldSchema) -> Callable[[Any], bool]:
         check = is_default(default._schema)
         return lambda v: not check(v)
     return lambda v: v != default
+
+
+def _tag_of(f: FieldSchema) -> int:
+    assert f.tag is not None
+    return f.tag
 
 
 def _too_many(name: str, n: int, pos: int, left: int) -> ProtocolDecodeError:
@@ -283,9 +289,10 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
     if run:
         steps.append(_Step(run, struct.Struct(">" + "".join(FIXED_FORMAT[r.kind] for r in run))))
 
-    tagged.sort(key=lambda f: f.tag)
-    tag_codecs = {f.tag: (f, _field_codec(f, version, flexible)) for f in tagged}
-    tag_writers = [(f.tag, f.name, tag_codecs[f.tag][1][0], _differs(f)) for f in tagged]
+    tagged.sort(key=_tag_of)
+    tag_codecs = {_tag_of(f): (f, _field_codec(f, version, flexible)) for f in tagged}
+    tag_writers = [(_tag_of(f), f.name, tag_codecs[_tag_of(f)][1][0], _differs(f))
+                   for f in tagged]
     name = schema.name
     present_names = {f.name for f in regular} | {f.name for f in tagged}
 
@@ -390,7 +397,7 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
     enc_src.add(1, "return None")
     dec_src.add(1, "return obj, pos")
     source = "\n".join(enc_src.lines + [""] + dec_src.lines) + "\n"
-    exec(compile(source, f"<samsa codec {name} v{version}>", "exec"), ns)
+    exec(compile(source, f"<samsa codec {name} v{version}>", "exec"), ns)  # noqa: S102
     return ns["encode"], ns["decode"]
 
 

@@ -112,7 +112,7 @@ def decode_request_header(payload: Any) -> tuple[Any, int]:
             raise ProtocolDecodeError("request header client id is not valid UTF-8") from None
         pos = end
     # As RequestHeader(...) would build it, without the keyword-argument call.
-    header = _new(RequestHeader)
+    header: Any = _new(RequestHeader)
     header.request_api_key = key
     header.request_api_version = version
     header.correlation_id = correlation_id

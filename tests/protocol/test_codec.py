@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samsa.protocol import APIS, FetchResponse, ProduceResponse, decode_body, encode_body
+from samsa.protocol import APIS, APIS_BY_NAME, encode_body
 from samsa.protocol.codec import decode_struct, encode_struct, is_default
 from samsa.protocol.message import make_class
 from samsa.protocol.schema import F, FieldSchema, StructSchema, build_struct
@@ -25,6 +25,10 @@ from samsa.protocol.types import (
 )
 
 from .strategies import all_cases, body_strategy, case_id
+
+# Generated classes, fetched through the registry so that type checkers see them as Any.
+FetchResponse: Any = APIS_BY_NAME["Fetch"].response_class
+ProduceResponse: Any = APIS_BY_NAME["Produce"].response_class
 
 # -- a reference encoder --------------------------------------------------------------------------
 # Written the plain way, one field at a time with the primitive codecs of types.py, and with
@@ -76,25 +80,25 @@ def _ref_field(buf: bytearray, f: FieldSchema, v: Any, version: int, flexible: b
 
 def ref_encode(buf: bytearray, obj: Any, schema: StructSchema, version: int,
                flexible: bool) -> None:
-    tagged = []
+    tagged: list[tuple[int, FieldSchema]] = []
     for f in schema.fields:
         if version not in f.versions:
             continue
         if f.tag is not None and f.tagged is not None:
             if flexible and version in f.tagged:
-                tagged.append(f)
+                tagged.append((f.tag, f))
             continue
         _ref_field(buf, f, getattr(obj, f.name), version, flexible)
     if not flexible:
         return
-    present = []
-    for f in sorted(tagged, key=lambda f: f.tag):
+    present: list[tuple[int, bytes]] = []
+    for tag, f in sorted(tagged, key=lambda tf: tf[0]):
         value = getattr(obj, f.name)
         if value == f.default_factory()():
             continue
         sub = bytearray()
         _ref_field(sub, f, value, version, flexible)
-        present.append((f.tag, bytes(sub)))
+        present.append((tag, bytes(sub)))
     present += list((obj.unknown_tags or {}).items())
     present.sort(key=lambda kv: kv[0])
     write_uvarint(buf, len(present))
@@ -187,6 +191,7 @@ def test_is_default_agrees_with_equality_to_a_fresh_default() -> None:
     check = is_default(Leader._schema)
     tagged_unknown = Leader()
     tagged_unknown.unknown_tags = {9: b"x"}  # Message.__eq__ does not compare unknown tags
+    value: Any
     for value in (Leader(), Leader(leader_id=0), Leader(leader_epoch=-2), tagged_unknown,
                   None, 0, [], ProduceResponse.NodeEndpoint()):
         assert check(value) == (value == Leader()), value
