@@ -10,6 +10,7 @@ INVALID_TXN_STATE rather than appended without a coordinator to commit or abort 
 
 from __future__ import annotations
 
+import struct
 import time
 
 from samsa.broker.apis.context import RequestContext
@@ -31,12 +32,18 @@ from samsa.records import (
     MAGIC_OFFSET,
     MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
-    read_batch_header,
 )
-from samsa.records.batch_header import TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK
+from samsa.records.batch_header import (
+    BATCH_LENGTH_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+# BatchLength, then (skipping epoch, magic, CRC) Attributes, (skipping LastOffsetDelta)
+# BaseTimestamp and MaxTimestamp: bytes 8..43 of a v2 batch header.
+_PRECHECK_FIELDS = struct.Struct(">i9xh4xqq")
 
 
 def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
@@ -54,26 +61,27 @@ def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: i
         )
     if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
         return  # the log reports the precise problem (too short, wrong magic)
-    header = read_batch_header(records, 0)
-    attributes = header.attributes
+    # The few header fields needed here, without building a BatchHeader.
+    batch_length, attributes, base_timestamp, max_timestamp = _PRECHECK_FIELDS.unpack_from(
+        records, BATCH_LENGTH_OFFSET)
     if attributes & TRANSACTIONAL_FLAG_MASK:
         raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
                                    "are not supported by this broker yet")
-    if header.batch_length + LOG_OVERHEAD < len(records):
+    if batch_length + LOG_OVERHEAD < len(records):
         raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
                                  "one record batch per partition")
     config = log.config
     if not attributes & TIMESTAMP_TYPE_MASK and not config.log_append_time:  # CreateTime
         # message.timestamp.after/before.max.ms: the topic's, else the broker's log.* setting.
         after, before = config.timestamp_after_max_ms, config.timestamp_before_max_ms
-        if header.max_timestamp > now + after:
+        if max_timestamp > now + after:
             raise InvalidTimestampError(
-                f"timestamp {header.max_timestamp} of a record in the batch is more than "
+                f"timestamp {max_timestamp} of a record in the batch is more than "
                 f"{after} ms ahead of the broker's clock (message.timestamp.after.max.ms)"
             )
-        if before < LONG_MAX and 0 <= header.base_timestamp < now - before:
+        if before < LONG_MAX and 0 <= base_timestamp < now - before:
             raise InvalidTimestampError(
-                f"timestamp {header.base_timestamp} of the batch is more than {before} ms "
+                f"timestamp {base_timestamp} of the batch is more than {before} ms "
                 f"behind the broker's clock (message.timestamp.before.max.ms)"
             )
 

@@ -195,8 +195,9 @@ class Connection:
     def read_frames(self, max_frame_bytes: int) -> list[Any]:
         """Receive what the socket has; return the complete frames (without size prefixes).
 
-        Raises FrameSizeError or OSError; sets peer_closed() when the client closed its side.  Frames are ``bytes`` (small, carved out of
-        the read buffer) or ``bytearray`` (large, received in place)."""
+        Raises FrameSizeError or OSError; sets peer_closed() when the client closed its side.
+        Frames are bytearrays of their own (small ones copied out of the read buffer, large ones
+        received in place), so decoded records are views of them, not further copies."""
         frames: list[Any] = []
         sock = self.sock
         # Bounded, so that one busy client cannot starve the processor's other connections.
@@ -250,7 +251,7 @@ class Connection:
                     "(socket.request.max.bytes)")
             body = start + 4
             if body + size <= end:
-                frames.append(bytes(rview[body:body + size]))
+                frames.append(rbuf[body:body + size])  # its own bytearray: one copy
                 start = body + size
                 continue
             if size + 4 > len(rbuf):

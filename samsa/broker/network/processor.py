@@ -432,7 +432,7 @@ class Processor:
     def _send(self, conn: Connection, chunks: list[Any]) -> bool:
         """Write a response; True if it was written completely, False if the processor will
         finish it (or the connection is gone)."""
-        out = Outgoing(chunks)
+        out = None
         failed = None
         with conn.lock:
             if conn.closed:
@@ -446,13 +446,18 @@ class Processor:
                     # TCP instead of one per response.  _push ends the hold.
                     more = (self._inline_conn is conn and (self._frames_left or conn.pending)
                             and self._on_thread())
+                    data = chunks[0]
                     try:
-                        out._advance(conn.sock.send(chunks[0], _MSG_MORE if more else 0))
+                        sent = conn.sock.send(data, _MSG_MORE if more else 0)
                     except BlockingIOError:
-                        pass
+                        sent = 0
                     conn.corked = bool(more)
-                    done = out.index == 1
+                    done = sent == len(data)
+                    if not done:
+                        out = Outgoing(chunks)
+                        out._advance(sent)
                 else:
+                    out = Outgoing(chunks)
                     done = out.write_to(conn.sock)
                     conn.corked = False
             except OSError as exc:
