@@ -32,6 +32,7 @@ __all__ = [
     "XERIAL_MAGIC",
     "compress",
     "decompress",
+    "decompress_scratch",
     "default_level",
     "lz4_fix_broken_header_checksum",
     "validate_level",
@@ -225,16 +226,19 @@ def _lz4_header_checksum(descriptor: bytes) -> int:
     return hc
 
 
-def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
+def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[bool, memoryview]]] | None:
+    """Parse an LZ4 frame of independent blocks: (maximum block size, [(stored raw, block)]).
+
+    None for frames only lz4.frame can decode and verify (linked blocks, block or content
+    checksums, a dictionary).  Raises ValueError for a malformed frame."""
     view = memoryview(data)
     end = len(view)
     if end < 7 or view[:4] != LZ4_FRAME_MAGIC:
         raise ValueError("lz4 payload does not start with the LZ4 frame magic")
     flg = view[4]
     bd = view[5]
-    if (flg & 0xF0) != 0x60 or (flg & 0x01) or (bd >> 4) & 7 not in _LZ4_MAX_BLOCK:
-        # Linked blocks, block checksums or a dictionary: let lz4.frame handle (and verify) it.
-        return lz4.frame.decompress(data)
+    if (flg & 0xF0) != 0x60 or (flg & 0x05) or (bd >> 4) & 7 not in _LZ4_MAX_BLOCK:
+        return None
     pos = 6 + (8 if flg & 0x08 else 0)
     if end <= pos:
         raise ValueError("lz4 frame descriptor is truncated")
@@ -242,7 +246,7 @@ def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
         raise ValueError("lz4 frame header checksum mismatch")
     pos += 1
     max_block = _LZ4_MAX_BLOCK[(bd >> 4) & 7]
-    parts = []
+    blocks = []
     unpack = _U32LE.unpack_from
     while True:
         if end - pos < 4:
@@ -251,20 +255,73 @@ def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
         pos += 4
         if size == 0:
             break
-        raw = size & _LZ4_UNCOMPRESSED_BIT
+        raw = bool(size & _LZ4_UNCOMPRESSED_BIT)
         size &= ~_LZ4_UNCOMPRESSED_BIT
         if size > max_block or pos + size > end:
             raise ValueError(f"lz4 block of {size} bytes overruns the frame")
-        if raw:
-            parts.append(bytes(view[pos : pos + size]))
-        else:
-            parts.append(lz4.block.decompress(view[pos : pos + size], uncompressed_size=max_block))
+        blocks.append((raw, view[pos : pos + size]))
         pos += size
-    if flg & 0x04:  # content checksum present: verify it the slow way
-        return lz4.frame.decompress(data)
     if pos != end:
         raise ValueError(f"{end - pos} bytes follow the lz4 frame")
+    return max_block, blocks
+
+
+def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
+    parsed = _lz4_blocks(data)
+    if parsed is None:
+        return lz4.frame.decompress(data)
+    max_block, blocks = parsed
+    parts = [bytes(block) if raw else lz4.block.decompress(block, uncompressed_size=max_block)
+             for raw, block in blocks]
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# Scratch buffers for decompress_scratch, one per thread; one larger than this is not kept.
+_SCRATCH_KEEP_BYTES = 16 * 1024 * 1024
+
+
+def _scratch(size: int) -> bytearray:
+    buf: bytearray | None = getattr(_local, "scratch", None)
+    if buf is None or len(buf) < size:
+        buf = bytearray(max(size, 2 * len(buf) if buf is not None else 1024 * 1024))
+        if len(buf) <= _SCRATCH_KEEP_BYTES:
+            _local.scratch = buf
+    return buf
+
+
+def decompress_scratch(codec: Compression, data: bytes | bytearray | memoryview
+                       ) -> tuple[bytes | bytearray, int]:
+    """Decompress a batch payload for a look that ends before this thread's next call:
+    ``(buffer, length)``, the output being ``buffer[:length]``.
+
+    LZ4 blocks are decompressed into a buffer reused across calls on this thread, so checking a
+    1 MiB batch allocates (and page-faults) nothing once the buffer has grown; other codecs
+    return a fresh ``bytes``.  Raises ValueError as decompress() does."""
+    if codec == Compression.LZ4:
+        try:
+            parsed = _lz4_blocks(data)
+            if parsed is not None:
+                max_block, blocks = parsed
+                buf = _scratch(len(blocks) * max_block)
+                view = memoryview(buf)
+                used = 0
+                for raw, block in blocks:
+                    if raw:
+                        view[used : used + len(block)] = block
+                        used += len(block)
+                    else:
+                        used += _lz4_block_into(block, view[used : used + max_block],
+                                                output_len=max_block)
+                return buf, used
+        except ValueError:
+            raise
+        except Exception as exc:  # cramjam's DecompressionError
+            raise ValueError(f"lz4 decompression failed: {exc}") from exc
+    out = decompress(codec, data)
+    return out, len(out)
+
+
+_lz4_block_into = cramjam.lz4.decompress_block_into
 
 
 def lz4_fix_broken_header_checksum(data: bytes | bytearray | memoryview) -> bytes:

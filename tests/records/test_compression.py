@@ -15,6 +15,7 @@ from samsa.records.compression import (
     XERIAL_MAGIC,
     compress,
     decompress,
+    decompress_scratch,
     default_level,
     lz4_fix_broken_header_checksum,
     validate_level,
@@ -138,3 +139,29 @@ def test_decompress_errors_are_value_errors() -> None:
             decompress(codec, b"\x00\x01\x02 definitely not compressed")
     with pytest.raises(ValueError):
         decompress(7, b"")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: f"{len(p)}B")
+def test_decompress_scratch_gives_what_decompress_gives(codec: Compression, payload: bytes) -> None:
+    compressed = compress(codec, payload)
+    for _ in range(2):  # the second call reuses this thread's buffer
+        buffer, length = decompress_scratch(codec, memoryview(compressed))
+        assert bytes(buffer[:length]) == payload
+
+
+def test_decompress_scratch_lz4_frames_of_other_writers_and_bad_blocks() -> None:
+    payload = b"kafka " * 30_000 + os.urandom(100_000)
+    # Content checksum and 256 KiB blocks (lz4.frame), raw blocks (incompressible data).
+    for frame in (lz4.frame.compress(payload, content_checksum=True),
+                  lz4.frame.compress(payload, block_size=lz4.frame.BLOCKSIZE_MAX256KB),
+                  compress(Compression.LZ4, os.urandom(150_000))):
+        buffer, length = decompress_scratch(Compression.LZ4, frame)
+        assert bytes(buffer[:length]) == decompress(Compression.LZ4, frame)
+    good = compress(Compression.LZ4, b"kafka " * 1000)
+    (size,) = struct.unpack_from("<I", good, 7)
+    broken = good[:11] + b"\xff" * size + good[11 + size:]  # same length, garbage block
+    with pytest.raises(ValueError, match="lz4"):
+        decompress_scratch(Compression.LZ4, broken)
+    with pytest.raises(ValueError, match="truncated"):
+        decompress_scratch(Compression.LZ4, good[:-4])

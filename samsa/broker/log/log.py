@@ -61,7 +61,7 @@ from samsa.records import (
     set_partition_leader_epoch,
     validate_batch,
 )
-from samsa.records.compression import decompress
+from samsa.records.compression import decompress_scratch
 from samsa.records.varint import decode_varint
 
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
@@ -127,7 +127,7 @@ class _BatchPlace(NamedTuple):
         return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
 
 
-def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
+def _walk_records(data: bytes | bytearray | memoryview, pos: int, end: int, count: int,
                   where: str | _BatchPlace) -> None:
     """Check that ``data[pos:end]`` holds exactly ``count`` records.
 
@@ -174,6 +174,8 @@ def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
             stop = pos + run * stride
             for j in range(pos, body):
                 marks = data[j:stop:stride]
+                if type(marks) is memoryview:  # a produce request's own buffer
+                    marks = marks.tobytes()
                 run = min(run, len(marks) - len(marks.lstrip(marks[:1])))
             if run < _SHORT_RUN:
                 short_runs += 1
@@ -381,9 +383,16 @@ class Log:
         ``message.timestamp.type`` decides.  Raises InvalidRecordError, CorruptRecordError,
         MessageTooLargeError, UnsupportedCompressionTypeError, InvalidProducerEpochError or
         OutOfOrderSequenceNumberError; nothing is written then.
+
+        A writable memoryview (the produce request's own buffer) is stamped in place (offsets,
+        leader epoch) and written from there; anything else is copied first.  So a caller
+        passing a writable view must not share it.
         """
         now = _now_ms() if now_ms is None else now_ms
-        buf = bytearray(records)
+        if type(records) is memoryview and not records.readonly:
+            buf: bytearray | memoryview = records
+        else:
+            buf = bytearray(records)
         with self._lock:
             self._check_open()
             headers = self._validate_client_batches(buf)
@@ -419,7 +428,8 @@ class Log:
             )
             return result
 
-    def _validate_client_batches(self, buf: bytearray) -> list[tuple[int, BatchHeader]]:
+    def _validate_client_batches(self, buf: bytearray | memoryview
+                                 ) -> list[tuple[int, BatchHeader]]:
         if not buf:
             raise InvalidRecordError("the produce request has no record batches for this partition")
         headers: list[tuple[int, BatchHeader]] = []
@@ -465,17 +475,18 @@ class Log:
                 _walk_records(buf, start, end, header.records_count, where)
             else:
                 try:
-                    section = decompress(_CODECS[codec], memoryview(buf)[start:end])
+                    section, length = decompress_scratch(_CODECS[codec],
+                                                         memoryview(buf)[start:end])
                 except ValueError as exc:
                     raise CorruptRecordError(f"{where}: records do not decompress ({exc})") from exc
-                _walk_records(section, 0, len(section), header.records_count, where)
+                _walk_records(section, 0, length, header.records_count, where)
             headers.append((pos, header))
             pos += header.size
         return headers
 
     def _append(
         self,
-        buf: bytearray,
+        buf: bytearray | memoryview,
         batches: list[tuple[int, BatchHeader]],
         leader_epoch: int,
         now_ms: int,

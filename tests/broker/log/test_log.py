@@ -68,6 +68,20 @@ def test_append_assigns_offsets_and_stamps_epoch_without_changing_crc(tmp_path: 
     log.close()
 
 
+def test_a_writable_view_is_stamped_in_place_and_bytes_are_copied(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    sent = build_batch(3, compression=Compression.LZ4)
+    log.append_as_leader(sent, leader_epoch=2, now_ms=NOW)
+    assert sent == build_batch(3, compression=Compression.LZ4)  # bytes: left as they were
+    frame = bytearray(b"header" + build_batch(2))  # a produce request's own buffer
+    view = memoryview(frame)[6:]
+    result = log.append_as_leader(view, leader_epoch=2, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (3, 4)
+    assert validate_batch(frame, 6).base_offset == 3  # stamped where it lay
+    assert [offset for offset, _ in read_all(log)] == [0, 1, 2, 3, 4]
+    log.close()
+
+
 def test_several_batches_in_one_request(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     result = log.append_as_leader(build_batch(2) + build_batch(3), leader_epoch=0, now_ms=NOW)
