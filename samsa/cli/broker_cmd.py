@@ -8,6 +8,7 @@ later wins), then ``--host``/``--port``/``--data-dir``.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -83,6 +84,11 @@ def broker_command(port: int | None, host: str | None, data_dir: str | None,
         except OSError as exc:
             broker.close()
             raise click.ClickException(f"cannot start the broker: {exc}") from None
+        # Everything built so far (modules, protocol codecs, logs) lives as long as the process:
+        # keep it out of the cyclic GC's full collections, which would otherwise walk it every
+        # few thousand requests.  Only this standalone process does so; an embedded Broker
+        # leaves its host's GC alone.
+        gc.freeze()
         bound = f"[{broker.host}]" if ":" in broker.host else broker.host
         click.echo(f"listening on {bound}:{broker.port}")
         if broker.bootstrap_servers != f"{bound}:{broker.port}":
