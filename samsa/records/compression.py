@@ -25,6 +25,7 @@ import lz4.frame
 import zstandard
 
 from samsa.records.batch_header import Compression
+from samsa.records.scratch import scratch_buffer
 
 __all__ = [
     "LZ4_FRAME_HEADER",
@@ -276,33 +277,20 @@ def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-# Scratch buffers for decompress_scratch, one per thread; one larger than this is not kept.
-_SCRATCH_KEEP_BYTES = 16 * 1024 * 1024
-
-
-def _scratch(size: int) -> bytearray:
-    buf: bytearray | None = getattr(_local, "scratch", None)
-    if buf is None or len(buf) < size:
-        buf = bytearray(max(size, 2 * len(buf) if buf is not None else 1024 * 1024))
-        if len(buf) <= _SCRATCH_KEEP_BYTES:
-            _local.scratch = buf
-    return buf
-
-
 def decompress_scratch(codec: Compression, data: bytes | bytearray | memoryview
                        ) -> tuple[bytes | bytearray, int]:
-    """Decompress a batch payload for a look that ends before this thread's next call:
-    ``(buffer, length)``, the output being ``buffer[:length]``.
+    """Decompress a batch payload for a look that ends before this thread's next use of
+    samsa.records.scratch: ``(buffer, length)``, the output being ``buffer[:length]``.
 
-    LZ4 blocks are decompressed into a buffer reused across calls on this thread, so checking a
-    1 MiB batch allocates (and page-faults) nothing once the buffer has grown; other codecs
-    return a fresh ``bytes``.  Raises ValueError as decompress() does."""
+    LZ4 blocks are decompressed into the thread's scratch buffer, so checking a 1 MiB batch
+    allocates (and page-faults) nothing once it has grown; other codecs return a fresh
+    ``bytes``.  Raises ValueError as decompress() does."""
     if codec == Compression.LZ4:
         try:
             parsed = _lz4_blocks(data)
             if parsed is not None:
                 max_block, blocks = parsed
-                buf = _scratch(len(blocks) * max_block)
+                buf = scratch_buffer(len(blocks) * max_block)
                 view = memoryview(buf)
                 used = 0
                 for raw, block in blocks:

@@ -62,6 +62,7 @@ from samsa.records import (
     validate_batch,
 )
 from samsa.records.compression import decompress_scratch
+from samsa.records.scratch import scratch_buffer
 from samsa.records.varint import decode_varint
 
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
@@ -127,7 +128,7 @@ class _BatchPlace(NamedTuple):
         return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
 
 
-def _walk_records(data: bytes | bytearray | memoryview, pos: int, end: int, count: int,
+def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
                   where: str | _BatchPlace) -> None:
     """Check that ``data[pos:end]`` holds exactly ``count`` records.
 
@@ -174,8 +175,6 @@ def _walk_records(data: bytes | bytearray | memoryview, pos: int, end: int, coun
             stop = pos + run * stride
             for j in range(pos, body):
                 marks = data[j:stop:stride]
-                if type(marks) is memoryview:  # a produce request's own buffer
-                    marks = marks.tobytes()
                 run = min(run, len(marks) - len(marks.lstrip(marks[:1])))
             if run < _SHORT_RUN:
                 short_runs += 1
@@ -472,7 +471,13 @@ class Log:
             start = pos + RECORD_BATCH_OVERHEAD
             end = pos + header.size
             if codec == Compression.NONE:
-                _walk_records(buf, start, end, header.records_count, where)
+                if type(buf) is memoryview:
+                    # Strided slices of a memoryview are slow: walk a copy in scratch space.
+                    section = scratch_buffer(end - start)
+                    section[: end - start] = buf[start:end]
+                    _walk_records(section, 0, end - start, header.records_count, where)
+                else:
+                    _walk_records(buf, start, end, header.records_count, where)
             else:
                 try:
                     section, length = decompress_scratch(_CODECS[codec],
