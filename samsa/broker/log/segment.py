@@ -152,16 +152,17 @@ class LogSegment:
 
     def _index_batch(self, position: int, header: BatchHeader) -> None:
         """Index bookkeeping for a batch written at ``position`` (append and recovery)."""
+        max_timestamp = header.max_timestamp
         if self._first_batch_timestamp is None and position == 0:
-            self._first_batch_timestamp = header.max_timestamp
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = header.last_offset
+            self._first_batch_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(header.last_offset, position)
+            self.offset_index.append(header.base_offset + header.last_offset_delta, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += header.size
+        self._bytes_since_last_index_entry += header.batch_length + LOG_OVERHEAD
 
     def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
         """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
