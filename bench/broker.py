@@ -18,7 +18,8 @@ kept, so other load on the machine slows both alike.  Prints records/s and MB/s 
 the broker process's CPU share, and samsa/mock ratios.  The goal is samsa
 ingest >= 0.75x the mock's.  ``--profile FILE`` runs the samsa broker under py-spy
 (``pip install py-spy``) and writes FILE: speedscope JSON, a flame graph if FILE ends in
-.svg, collapsed stacks if it ends in .txt.  Only busy samples are kept (no --idle).
+.svg, collapsed stacks if it ends in .txt.  Only busy samples are kept (no --idle);
+PYSPY_FLAGS="--gil" keeps only samples holding the GIL, PYSPY_RATE sets samples per second.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
     if profile:
         py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
         fmt = {".svg": "flamegraph", ".txt": "raw"}.get(os.path.splitext(profile)[1], "speedscope")
-        cmd = [py_spy, "record", "--threads", "--rate", os.environ.get("PYSPY_RATE", "250"), *os.environ.get("PYSPY_FLAGS", "").split(), "--format", fmt,
+        # PYSPY_RATE (samples/s) and PYSPY_FLAGS (e.g. "--gil --nonblocking") tune the profile.
+        rate = os.environ.get("PYSPY_RATE", "250")
+        flags = os.environ.get("PYSPY_FLAGS", "").split()
+        cmd = [py_spy, "record", "--threads", "--rate", rate, *flags, "--format", fmt,
                "-o", profile, "--", *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
