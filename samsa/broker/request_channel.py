@@ -115,6 +115,12 @@ class RequestContext:
         self._complete("respond")
         self._sink.send_response(self._conn, chunks)
 
+    def respond_frame(self, chunks: list[Any]) -> None:
+        """Send a response already encoded as a size-prefixed frame (chunks as encode_response
+        gives them), for handlers that build their usual answer from a template."""
+        self._complete("respond")
+        self._sink.send_response(self._conn, chunks)
+
     def no_response(self) -> None:
         """Send nothing (acks=0 produce); the connection's next request is handled."""
         self._complete("no_response")

@@ -15,6 +15,7 @@ import time
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
+from samsa.broker.apis.produce_response import success_frame
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_configs import LONG_MAX
 from samsa.broker.log import Log
@@ -147,5 +148,13 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
             ctx.close_connection("acks=0 produce failed; the client must refresh its metadata")
         else:
             ctx.no_response()
+        return None
+    if len(responses) == 1 and not failed and len(partitions) == 1:
+        # The usual answer (librdkafka sends a request per partition batch): from a template.
+        done = partitions[0]
+        header = ctx.header
+        ctx.respond_frame([success_frame(
+            header.request_api_version, header.correlation_id, responses[0].name, done.index,
+            done.base_offset, done.log_append_time_ms, done.log_start_offset)])
         return None
     return ProduceResponse(responses=responses, throttle_time_ms=0)

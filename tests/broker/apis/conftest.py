@@ -53,6 +53,14 @@ class FakeContext:
         self.response = decoded
         self._finish("respond")
 
+    def respond_frame(self, chunks: list[Any]) -> None:
+        frame = b"".join(chunks)
+        correlation_id, decoded = decode_response(self.header.request_api_key,
+                                                  self.header.request_api_version, frame[4:])
+        assert correlation_id == self.header.correlation_id
+        self.response = decoded
+        self._finish("respond")
+
     def no_response(self) -> None:
         self._finish("no_response")
 
