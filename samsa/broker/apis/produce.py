@@ -18,7 +18,7 @@ from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.produce_response import success_frame
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_configs import LONG_MAX
-from samsa.broker.log import Log
+from samsa.broker.log import AppendResult, Log
 from samsa.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
@@ -87,9 +87,10 @@ def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: i
             )
 
 
-def append_partition(services: BrokerServices, topic: str, index: int,
-                     records: bytes | memoryview | None, transactional: bool,
-                     now: int) -> PartitionResponse:
+def _append(services: BrokerServices, topic: str, index: int,
+            records: bytes | memoryview | None, transactional: bool,
+            now: int) -> AppendResult | PartitionResponse:
+    """The append's result, or the failed partition's response."""
     log = services.get_log(topic, index)
     if log is None:
         return _failed(index, UnknownTopicOrPartitionError.code,
@@ -97,9 +98,17 @@ def append_partition(services: BrokerServices, topic: str, index: int,
     try:
         data = records if records is not None else b""
         _precheck(log, data, transactional, now)
-        result = log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
+        return log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
     except KafkaError as exc:
         return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc))
+
+
+def append_partition(services: BrokerServices, topic: str, index: int,
+                     records: bytes | memoryview | None, transactional: bool,
+                     now: int) -> PartitionResponse:
+    result = _append(services, topic, index, records, transactional, now)
+    if isinstance(result, PartitionResponse):
+        return result
     return PartitionResponse(index=index, error_code=0, base_offset=result.base_offset,
                              log_append_time_ms=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset, record_errors=[],
@@ -122,6 +131,22 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
     acks = req.acks
     transactional = req.transactional_id is not None
     now = time.time_ns() // 1_000_000
+    topics = req.topic_data
+    if len(topics) == 1 and len(topics[0].partition_data) == 1 and (acks == 1 or acks == -1):
+        # The usual request (librdkafka sends one per partition batch): no response objects,
+        # the answer comes from a template (produce_response.py).
+        name = topics[0].name
+        data = topics[0].partition_data[0]
+        result = _append(services, name, data.index, data.records, transactional, now)
+        if not isinstance(result, PartitionResponse):
+            services.fetch_purgatory.check_and_complete((name, data.index))
+            header = ctx.header
+            ctx.respond_frame([success_frame(
+                header.request_api_version, header.correlation_id, name, data.index,
+                result.base_offset, result.log_append_time_ms, result.log_start_offset)])
+            return None
+        return ProduceResponse(throttle_time_ms=0, responses=[
+            TopicResponse(name=name, partition_responses=[result])])
     responses: list[TopicResponse] = []
     appended: list[tuple[str, int]] = []
     failed = False
@@ -148,13 +173,5 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
             ctx.close_connection("acks=0 produce failed; the client must refresh its metadata")
         else:
             ctx.no_response()
-        return None
-    if len(responses) == 1 and not failed and len(partitions) == 1:
-        # The usual answer (librdkafka sends a request per partition batch): from a template.
-        done = partitions[0]
-        header = ctx.header
-        ctx.respond_frame([success_frame(
-            header.request_api_version, header.correlation_id, responses[0].name, done.index,
-            done.base_offset, done.log_append_time_ms, done.log_start_offset)])
         return None
     return ProduceResponse(responses=responses, throttle_time_ms=0)
