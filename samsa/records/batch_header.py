@@ -49,11 +49,13 @@ __all__ = [
     "increment_sequence",
     "iter_batch_headers",
     "read_batch_header",
+    "read_produce_check_fields",
     "rewrite_crc",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
     "set_producer_state",
+    "stamp_offset_and_epoch",
     "validate_batch",
 ]
 
@@ -115,6 +117,11 @@ class TimestampType(enum.IntEnum):
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _I16 = struct.Struct(">h")
+# BaseOffset, BatchLength, PartitionLeaderEpoch: the first 16 bytes, none covered by the CRC.
+_STAMP = struct.Struct(">qii")
+# BatchLength, then (past epoch, magic, CRC) Attributes, (past LastOffsetDelta) BaseTimestamp
+# and MaxTimestamp: bytes 8..43.
+_PRODUCE_CHECK = struct.Struct(">i9xh4xqq")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
@@ -303,6 +310,20 @@ def rewrite_crc(buf: bytearray | memoryview, pos: int = 0) -> int:
 def set_base_offset(buf: bytearray | memoryview, pos: int, offset: int) -> None:
     """Stamp the base offset (not CRC-covered, so no CRC update)."""
     _I64.pack_into(buf, pos + BASE_OFFSET_OFFSET, offset)
+
+
+def stamp_offset_and_epoch(buf: bytearray | memoryview, pos: int, offset: int,
+                           epoch: int, batch_length: int) -> None:
+    """set_base_offset and set_partition_leader_epoch in one call (the broker's per-append
+    stamp); ``batch_length`` must be the batch's own, as it is rewritten in between."""
+    _STAMP.pack_into(buf, pos, offset, batch_length, epoch)
+
+
+def read_produce_check_fields(buf: bytes | bytearray | memoryview, pos: int = 0
+                              ) -> tuple[int, int, int, int]:
+    """(BatchLength, Attributes, BaseTimestamp, MaxTimestamp) of the batch at ``pos`` with one
+    struct call, for the broker's request-level checks (no BatchHeader built)."""
+    return _PRODUCE_CHECK.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)  # type: ignore[return-value]
 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:

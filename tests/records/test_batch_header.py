@@ -18,7 +18,11 @@ from samsa.records import (
     set_producer_state,
     validate_batch,
 )
-from samsa.records.batch_header import increment_sequence
+from samsa.records.batch_header import (
+    increment_sequence,
+    read_produce_check_fields,
+    stamp_offset_and_epoch,
+)
 
 
 def make_batch(n: int = 3, **kwargs: object) -> bytes:
@@ -96,6 +100,17 @@ def test_crc_covers_attributes_to_end_only() -> None:
     set_partition_leader_epoch(buf, 0, 99)
     h = validate_batch(buf)  # neither field is CRC-covered
     assert (h.base_offset, h.partition_leader_epoch) == (12345, 99)
+
+
+def test_one_call_stamp_and_check_fields_agree_with_the_header() -> None:
+    buf = bytearray(make_batch())
+    header = read_batch_header(buf)
+    stamp_offset_and_epoch(buf, 0, 777, 5, header.batch_length)
+    stamped = validate_batch(buf)
+    assert (stamped.base_offset, stamped.partition_leader_epoch) == (777, 5)
+    assert stamped[1:2] + stamped[3:] == header[1:2] + header[3:]
+    assert read_produce_check_fields(buf) == (header.batch_length, header.attributes,
+                                              header.base_timestamp, header.max_timestamp)
 
 
 def test_set_log_append_time() -> None:

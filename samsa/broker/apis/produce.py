@@ -10,7 +10,6 @@ INVALID_TXN_STATE rather than appended without a coordinator to commit or abort 
 
 from __future__ import annotations
 
-import struct
 import time
 
 from samsa.broker.apis.context import RequestContext
@@ -35,16 +34,13 @@ from samsa.records import (
     RECORD_BATCH_OVERHEAD,
 )
 from samsa.records.batch_header import (
-    BATCH_LENGTH_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
+    read_produce_check_fields,
 )
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
-# BatchLength, then (skipping epoch, magic, CRC) Attributes, (skipping LastOffsetDelta)
-# BaseTimestamp and MaxTimestamp: bytes 8..43 of a v2 batch header.
-_PRECHECK_FIELDS = struct.Struct(">i9xh4xqq")
 
 
 def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
@@ -63,8 +59,7 @@ def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: i
     if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
         return  # the log reports the precise problem (too short, wrong magic)
     # The few header fields needed here, without building a BatchHeader.
-    batch_length, attributes, base_timestamp, max_timestamp = _PRECHECK_FIELDS.unpack_from(
-        records, BATCH_LENGTH_OFFSET)
+    batch_length, attributes, base_timestamp, max_timestamp = read_produce_check_fields(records)
     if attributes & TRANSACTIONAL_FLAG_MASK:
         raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
                                    "are not supported by this broker yet")

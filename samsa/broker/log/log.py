@@ -61,6 +61,7 @@ from samsa.records import (
     set_log_append_time,
     validate_batch,
 )
+from samsa.records.batch_header import stamp_offset_and_epoch
 from samsa.records.compression import decompress_scratch
 from samsa.records.scratch import scratch_buffer
 from samsa.records.varint import decode_varint
@@ -68,7 +69,6 @@ from samsa.records.varint import decode_varint
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
 _INT32 = struct.Struct(">i")
-_STAMP = struct.Struct(">qii")  # the first 16 bytes of a v2 batch header
 _CODECS = {int(c): c for c in Compression}  # a dict lookup, not an Enum call, per batch
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
@@ -522,9 +522,7 @@ class Log:
                         self._log_start_offset,
                         duplicate=True,
                     )
-            # BaseOffset, BatchLength (rewritten unchanged) and PartitionLeaderEpoch in one call;
-            # none of them is covered by the CRC.
-            _STAMP.pack_into(buf, pos, next_offset, header[1], leader_epoch)
+            stamp_offset_and_epoch(buf, pos, next_offset, leader_epoch, header.batch_length)
             if log_append_time:
                 set_log_append_time(buf, pos, now_ms)  # also rewrites attributes and CRC
                 header = read_batch_header(buf, pos)
