@@ -53,6 +53,7 @@ __all__ = [
     "rewrite_crc",
     "set_base_offset",
     "set_log_append_time",
+    "set_max_timestamp",
     "set_partition_leader_epoch",
     "set_producer_state",
     "stamp_offset_and_epoch",
@@ -343,6 +344,23 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int
     _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     rewrite_crc(buf, pos)
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, log_append_time: bool,
+                      max_timestamp: int) -> bool:
+    """Store the timestamp type and MaxTimestamp the broker computed (Kafka's
+    ``DefaultRecordBatch.setMaxTimestamp``): the CRC is recomputed only when either changed.
+    Returns True if the batch was rewritten."""
+    attributes = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
+    stored = _I64.unpack_from(buf, pos + MAX_TIMESTAMP_OFFSET)[0]
+    wanted = (attributes | TIMESTAMP_TYPE_MASK if log_append_time
+              else attributes & ~TIMESTAMP_TYPE_MASK)
+    if attributes == wanted and stored == max_timestamp:
+        return False
+    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, wanted)
+    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    rewrite_crc(buf, pos)
+    return True
 
 
 def set_producer_state(

@@ -21,6 +21,7 @@ from samsa.records import (
 from samsa.records.batch_header import (
     increment_sequence,
     read_produce_check_fields,
+    set_max_timestamp,
     stamp_offset_and_epoch,
 )
 
@@ -120,6 +121,21 @@ def test_set_log_append_time() -> None:
     assert h.timestamp_type is TimestampType.LOG_APPEND_TIME
     assert h.max_timestamp == 1_800_000_000_000
     assert h.base_timestamp == 1_700_000_000_000
+
+
+def test_set_max_timestamp_rewrites_only_a_change() -> None:
+    buf = bytearray(make_batch())
+    sent = bytes(buf)
+    assert not set_max_timestamp(buf, 0, False, 1_700_000_000_002)  # what it already says
+    assert buf == sent
+    assert set_max_timestamp(buf, 0, False, 1_700_000_000_009)
+    h = validate_batch(buf)  # the CRC follows the new value
+    assert (h.max_timestamp, h.timestamp_type) == (1_700_000_000_009, TimestampType.CREATE_TIME)
+    assert set_max_timestamp(buf, 0, True, 1_700_000_000_009)  # the type alone changes too
+    assert validate_batch(buf).timestamp_type is TimestampType.LOG_APPEND_TIME
+    assert set_max_timestamp(buf, 0, False, 1_700_000_000_009)
+    h = validate_batch(buf)
+    assert h.timestamp_type is TimestampType.CREATE_TIME and h.attributes == sent[22]
 
 
 def test_set_producer_state_recomputes_crc() -> None:

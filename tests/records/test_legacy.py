@@ -134,9 +134,7 @@ def test_truncated_tail_and_mixed_magics() -> None:
     assert len(records_of(buf[:-1])) == 6
 
 
-# Magic-0 LZ4 is left out: kafka-python needs the xxhash package to write its broken header
-# checksum; test_v0_wrapper_absolute_offsets covers that case with hand-built frames.
-@pytest.mark.parametrize(("magic", "codec"), [(m, c) for m in (0, 1) for c in (0, 1, 2, 3) if (m, c) != (0, 3)])
+@pytest.mark.parametrize(("magic", "codec"), [(m, c) for m in (0, 1) for c in (0, 1, 2, 3)])
 def test_kafka_python_legacy_builder(magic: int, codec: int) -> None:
     builder = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
     for i, (key, value, ts) in enumerate(INNER):
