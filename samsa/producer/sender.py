@@ -2,8 +2,9 @@
 
 One loop (``run_once``), over and over until the producer closes:
 
-1. Idempotence: without a producer id (or with an epoch bump pending) get one with
-   InitProducerId first; produce data waits meanwhile (batches still expire).
+1. Idempotence: without a producer id get one with InitProducerId first; an epoch bump
+   waits for the batches in flight, then happens locally; produce data waits meanwhile
+   (batches still expire).
 2. ``send_producer_data``: ``accumulator.ready()`` names the nodes with sendable batches and the
    topics without a known leader (metadata update requested); nodes the NetworkClient is not
    ready for are dropped (``client.ready`` starts connecting); ``accumulator.drain()`` takes at
@@ -523,9 +524,15 @@ class Sender(threading.Thread):
         assert tm is not None
         if self._init_pid_in_flight or now < self._init_pid_next_ms:
             return
-        if tm.has_producer_id() and (self._in_flight_batches or self.client.in_flight_request_count()):
-            # Epoch bump: wait until no batch of the old epoch is in flight.
-            return
+        if tm.epoch_bump_required:
+            if self._in_flight_batches or self.client.in_flight_request_count():
+                return  # wait until no batch of the old epoch is in flight
+            # An idempotent producer bumps its epoch itself (Java's Sender.runOnce calls
+            # bumpIdempotentEpochAndResetIdIfNeeded); a fresh id only once the epoch runs out.
+            tm.bump_idempotent_epoch_and_reset_id_if_needed()
+            self.metrics.epoch_bumps = tm.epoch_bumps
+            if tm.has_producer_id():
+                return
         client = self.client
         node = client.least_loaded_node(now)
         if node is None:
@@ -570,13 +577,10 @@ class Sender(threading.Thread):
                     self.metadata.request_update()
                 self._backoff_init_producer_id(now)
                 return
-            if tm.handle_bump_refused(error):
-                return  # the next iteration asks for a new producer id instead
             self._fatal(error)
             return
         self._init_pid_attempts = 0
         tm.handle_init_producer_id(body.producer_id, body.producer_epoch)
-        self.metrics.epoch_bumps = tm.epoch_bumps
 
     def _backoff_init_producer_id(self, now: int) -> None:
         self._init_pid_attempts += 1

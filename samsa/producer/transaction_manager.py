@@ -9,9 +9,14 @@ What Java's ``TransactionManager`` does for an idempotent (non-transactional) pr
   a retried batch keeps its sequence so that the broker can recognise a duplicate.
 * When the broker says OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID, or a batch that
   may have been written fails for good (its sequence might leave a gap), the producer bumps its
-  epoch (KIP-360: InitProducerId with the current id and epoch, v3+; a new id from older
-  brokers) and every partition restarts at sequence 0.  Batches still queued or retried are
-  re-stamped with the new epoch when drained again.
+  epoch locally, as Java's ``bumpIdempotentEpochAndResetIdIfNeeded`` (no request: the id is
+  this producer's alone, and a partition accepts sequence 0 at a higher epoch); only once the
+  epoch reaches Short.MAX_VALUE does it ask InitProducerId for a fresh id.  The partitions that
+  asked for the bump restart at sequence 0 at once, their incomplete batches re-stamped
+  (Java's ``startSequencesAtBeginning``); every other partition keeps its batches in flight
+  under the old epoch (a retry of one of them must stay recognisable as a duplicate) and
+  restarts at 0 when nothing of it is in flight any more.  (InitProducerId with the current
+  id and epoch is no bump for an idempotent producer: Kafka answers a fresh id.)
 
 The Sender mutes each partition while a batch of it is in flight (see ``sender.py``), so at
 most one batch per partition carries an unacknowledged sequence; the in-flight bookkeeping
@@ -38,8 +43,6 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 _INT32_MAX = 2**31 - 1
 _INT16_MAX = 2**15 - 1
-# KIP-360: InitProducerId v3 accepts the current id/epoch to bump the epoch.
-EPOCH_BUMP_MIN_VERSION = 3
 
 
 NONE = ProducerIdAndEpoch(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
@@ -80,9 +83,9 @@ class TransactionManager:
         self._producer = NONE
         self._partitions: dict[TopicPartition, _PartitionEntry] = {}
         self._epoch_bump_required = False
-        # Kafka gives a non-transactional producer a new id instead of a bumped epoch; some
-        # brokers (librdkafka's mock) refuse the bump outright: then ask for a new id.
-        self._bump_refused = False
+        # Partitions whose sequences restart at 0 with the bump (Java's
+        # partitionsToRewriteSequences); kept until a fresh id arrives if the epoch ran out.
+        self._partitions_to_rewrite: set[TopicPartition] = set()
         self.epoch_bumps = 0  # for metrics and tests
 
     # --- producer id and epoch --------------------------------------------------------
@@ -111,58 +114,63 @@ class TransactionManager:
         return self._epoch_bump_required
 
     def request_epoch_bump(self, tp: Any, reason: str) -> None:
+        """Java's requestEpochBumpForPartition: bump before sending more, restart ``tp``."""
         with self._lock:
             if not self._epoch_bump_required:
                 log.info("Bumping the producer epoch of %s because %s on %s", self._producer, reason, tp)
             self._epoch_bump_required = True
+            self._partitions_to_rewrite.add(tp)
+
+    def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
+        """Java's bumpIdempotentEpochAndResetIdIfNeeded: the next epoch of the same id, or no
+        id at all (an InitProducerId for a fresh one follows) once the epoch is Short.MAX."""
+        with self._lock:
+            if not self._epoch_bump_required:
+                return
+            self._epoch_bump_required = False
+            self.epoch_bumps += 1
+            old = self._producer
+            if old.epoch >= _INT16_MAX or not old.is_valid():
+                self._producer = NONE  # handle_init_producer_id restarts the partitions
+                log.info("Producer epoch of %s exhausted; asking for a new producer id", old)
+                return
+            self._producer = ProducerIdAndEpoch(old.producer_id, old.epoch + 1)
+            self._restart_partitions()
+        log.info("Producer id and epoch now %d/%d (bumped locally)", old.producer_id, old.epoch + 1)
+
+    def _restart_partitions(self) -> None:
+        """Java's startSequencesAtBeginning for the partitions that asked for the bump: their
+        incomplete batches get the current id/epoch and sequences from 0, in their order."""
+        new = self._producer
+        for tp in self._partitions_to_rewrite:
+            entry = self._entry(tp)
+            sequence = 0
+            for batch in entry.in_flight:
+                batch.reset_producer_state(new.producer_id, new.epoch, sequence)
+                sequence = increment_sequence(sequence, batch.record_count)
+            entry.producer = new
+            entry.next_sequence = sequence
+            entry.last_acked = NO_SEQUENCE
+        self._partitions_to_rewrite.clear()
 
     def init_producer_id_request(self, api_version: int) -> Any:
-        """The InitProducerId request to send now: a bump of the current id/epoch when the
-        broker supports KIP-360, otherwise a request for a new id."""
-        bump = (
-            self._epoch_bump_required
-            and self.has_producer_id()
-            and api_version >= EPOCH_BUMP_MIN_VERSION
-            and not self._bump_refused
-        )
-        if bump and self._producer.epoch >= _INT16_MAX - 1:
-            bump = False  # epoch exhausted: ask for a fresh id
-        current = self._producer if bump else NONE
+        """The InitProducerId request to send now: always for a fresh id (an idempotent
+        producer bumps its epoch without asking; Kafka answers a fresh id anyway)."""
         return InitProducerIdRequest(
             transactional_id=None,
             transaction_timeout_ms=self._transaction_timeout_ms,
-            producer_id=current.producer_id,
-            producer_epoch=current.epoch,
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
         )
 
-    def handle_bump_refused(self, error: BaseException) -> bool:
-        """The broker refused a KIP-360 bump; True if a plain new-id request should follow."""
-        if not (self._epoch_bump_required and self.has_producer_id()) or self._bump_refused:
-            return False
-        log.info("The broker refused to bump the epoch of %s (%s); asking for a new producer id", self._producer, error)
-        self._bump_refused = True
-        return True
-
     def handle_init_producer_id(self, producer_id: int, epoch: int) -> None:
-        """A new id/epoch arrived.  Batches still incomplete (queued for a retry) are re-stamped
-        from sequence 0 in their order, as Java's startSequencesAtBeginning; every other
-        partition restarts at 0 when next drained."""
+        """A new id/epoch arrived.  Partitions waiting for a bump when the epoch ran out
+        restart at sequence 0 now; every other partition restarts when next drained with
+        nothing in flight (``maybe_update_producer_id_and_epoch``)."""
         with self._lock:
             old = self._producer
-            new = ProducerIdAndEpoch(producer_id, epoch)
-            self._producer = new
-            if old.is_valid():
-                self.epoch_bumps += 1
-            self._epoch_bump_required = False
-            self._bump_refused = False
-            for entry in self._partitions.values():
-                sequence = 0
-                for batch in entry.in_flight:
-                    batch.reset_producer_state(producer_id, epoch, sequence)
-                    sequence = increment_sequence(sequence, batch.record_count)
-                entry.producer = new
-                entry.next_sequence = sequence
-                entry.last_acked = NO_SEQUENCE
+            self._producer = ProducerIdAndEpoch(producer_id, epoch)
+            self._restart_partitions()
         log.info("Producer id and epoch now %d/%d (was %d/%d)", producer_id, epoch, old.producer_id, old.epoch)
 
     # --- sequences (drain) ------------------------------------------------------------
@@ -221,7 +229,10 @@ class TransactionManager:
         return entry.last_acked if entry is not None else NO_SEQUENCE
 
     def is_current(self, batch: ProducerBatch) -> bool:
-        producer = self._producer
+        """Was ``batch`` stamped with the id/epoch its partition's sequences now run under?
+        (Per partition: another partition's bump leaves this one's batches current.)"""
+        entry = self._partitions.get(batch.topic_partition)
+        producer = entry.producer if entry is not None else self._producer
         return batch.producer_id == producer.producer_id and batch.producer_epoch == producer.epoch
 
     # --- outcomes (Sender) -------------------------------------------------------------

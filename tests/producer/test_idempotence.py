@@ -71,7 +71,7 @@ def test_sequence_wraps_at_int32_max() -> None:
     assert increment_sequence(5, 3) == 8
 
 
-def test_out_of_order_sequence_bumps_epoch_with_kip360_and_restamps_retries() -> None:
+def test_out_of_order_sequence_bumps_the_epoch_locally_and_restamps_retries() -> None:
     tm = TransactionManager()
     tm.handle_init_producer_id(7, 0)
     a, b = batch(3), batch(4)
@@ -82,9 +82,10 @@ def test_out_of_order_sequence_bumps_epoch_with_kip360_and_restamps_retries() ->
     assert tm.can_retry(b, OutOfOrderSequenceNumberError())
     assert tm.needs_init_producer_id() and tm.epoch_bump_required
     assert not tm.is_send_to_partition_allowed(TP)
-    request = tm.init_producer_id_request(3)
-    assert (request.producer_id, request.producer_epoch) == (7, 0)  # KIP-360 bump
-    tm.handle_init_producer_id(7, 1)
+    # Java's bumpIdempotentEpochAndResetIdIfNeeded: same id, next epoch, no InitProducerId.
+    tm.bump_idempotent_epoch_and_reset_id_if_needed()
+    assert not tm.needs_init_producer_id()
+    assert tm.producer_id_and_epoch() == (7, 1)
     # The retried batch (still tracked) restarts at sequence 0 under the new epoch.
     assert header(b) == (7, 1, 0)
     assert tm.sequence_number(TP) == 4
@@ -94,12 +95,35 @@ def test_out_of_order_sequence_bumps_epoch_with_kip360_and_restamps_retries() ->
     assert header(later) == (7, 1, 4)
 
 
-def test_old_brokers_get_a_new_producer_id_instead_of_a_bump() -> None:
+def test_init_producer_id_never_carries_the_current_id() -> None:
+    # Kafka answers InitProducerId without a transactional id with a fresh id whatever the
+    # request carries (TransactionCoordinator.handleInitProducerId): no KIP-360 bump by request.
     tm = TransactionManager()
     tm.handle_init_producer_id(7, 0)
     tm.request_epoch_bump(TP, "test")
-    request = tm.init_producer_id_request(2)
-    assert (request.producer_id, request.producer_epoch) == (-1, -1)
+    for version in (2, 3, 4):
+        request = tm.init_producer_id_request(version)
+        assert (request.producer_id, request.producer_epoch) == (-1, -1)
+
+
+def test_bump_leaves_other_partitions_in_flight_batches_alone() -> None:
+    other = TopicPartition("t", 1)
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    a, b = batch(2), batch(3, other)
+    drain(tm, a)
+    drain(tm, b)
+    tm.request_epoch_bump(TP, "test")
+    tm.bump_idempotent_epoch_and_reset_id_if_needed()
+    assert header(a) == (7, 1, 0)
+    # b may already be in the log: its retry must stay a duplicate there, so it keeps (7, 0, 0).
+    assert header(b) == (7, 0, 0) and tm.is_current(b)
+    assert tm.has_stale_producer_id_and_epoch(other) and tm.has_inflight_batches(other)
+    tm.handle_completed_batch(b)
+    assert tm.last_acked_sequence(other) == 2
+    c = batch(1, other)
+    drain(tm, c)  # nothing in flight any more: the partition restarts at 0 under the new epoch
+    assert header(c) == (7, 1, 0)
 
 
 def test_unknown_producer_id_is_retried_with_a_bump() -> None:
@@ -126,7 +150,8 @@ def test_batch_sent_under_an_older_epoch_is_always_retriable() -> None:
     a = batch(1)
     drain(tm, a)
     tm.remove_in_flight_batch(a)  # e.g. expired meanwhile
-    tm.handle_init_producer_id(7, 1)
+    tm.request_epoch_bump(TP, "test")
+    tm.bump_idempotent_epoch_and_reset_id_if_needed()
     assert tm.can_retry(a, NotLeaderOrFollowerError())
 
 
@@ -160,16 +185,15 @@ def test_failed_batch_with_later_sequences_outstanding_bumps_the_epoch() -> None
     assert tm.epoch_bump_required
 
 
-def test_refused_bump_falls_back_to_a_new_producer_id() -> None:
+def test_exhausted_epoch_asks_for_a_fresh_producer_id() -> None:
     tm = TransactionManager()
-    tm.handle_init_producer_id(7, 0)
+    tm.handle_init_producer_id(7, 32767)  # Short.MAX_VALUE
     a = batch(2)
     drain(tm, a)
     tm.request_epoch_bump(TP, "test")
-    assert tm.init_producer_id_request(4).producer_id == 7
-    assert tm.handle_bump_refused(Exception("INVALID_PRODUCER_ID_MAPPING"))
-    assert not tm.handle_bump_refused(Exception("again"))  # only once per bump
-    assert tm.init_producer_id_request(4).producer_id == -1
+    tm.bump_idempotent_epoch_and_reset_id_if_needed()
+    assert tm.needs_init_producer_id() and not tm.has_producer_id()
+    assert (tm.init_producer_id_request(4).producer_id, tm.epoch_bumps) == (-1, 1)
     tm.handle_init_producer_id(8, 0)
     assert header(a) == (8, 0, 0)
-    assert tm.epoch_bumps == 1 and not tm.needs_init_producer_id()
+    assert not tm.needs_init_producer_id()
