@@ -1,14 +1,22 @@
 """InitProducerId (key 22), versions 0-5: producer ids for idempotent producers.
 
-Ids come from ProducerIdManager (unique across restarts).  KIP-360 (v3+): a producer that hit
-an unrecoverable sequence error passes its current id and epoch and gets the same id with the
-next epoch (a fresh id once the epoch would overflow); the partitions then accept sequence 0
-from it again.  Kafka itself hands idempotent producers a fresh id here, which clients accept
-just the same.
+As Kafka's ``TransactionCoordinator.handleInitProducerId``: without a transactional id every
+request gets a FRESH producer id from ProducerIdManager (unique across restarts) with epoch 0,
+whatever producer_id/producer_epoch it carries.  The KIP-360 epoch bump (v3+ with the current
+id and epoch) belongs to the transactional path only, where the coordinator knows which id and
+epoch it last issued for that transactional id; an idempotent producer bumps its epoch locally
+(Java's ``TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded``).  Handing a known id
+back with "the next epoch" would give two producers the same (id, epoch): clients such as
+@platformatic/kafka send {producer_id: 0, producer_epoch: 0} on their first request, and the
+partitions would then take their first batches for retries of one another.
+
+As ``KafkaApis.handleInitProducerIdRequest``: an id without an epoch (or an epoch without an
+id) is INVALID_REQUEST.
 
 Transactions are not implemented yet: a transactional.id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which Java and librdkafka treat as fatal at once (a
-retriable error would leave them retrying until their timeout).
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (checked first, as Kafka authorises it first), which Java
+and librdkafka treat as fatal at once (a retriable error would leave them retrying until their
+timeout).
 """
 
 from __future__ import annotations
@@ -16,30 +24,34 @@ from __future__ import annotations
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import KafkaError, TransactionalIdAuthorizationFailedError
+from samsa.errors import (
+    InvalidRequestError,
+    KafkaError,
+    TransactionalIdAuthorizationFailedError,
+)
 from samsa.protocol import InitProducerIdResponse
 
-MAX_EPOCH = 32767  # Short.MAX_VALUE; Kafka never hands it out (it marks "no epoch" on the wire)
+NO_PRODUCER_ID = -1  # RecordBatch.NO_PRODUCER_ID
+NO_PRODUCER_EPOCH = -1  # RecordBatch.NO_PRODUCER_EPOCH
+
+
+def _error(code: int) -> InitProducerIdResponse:
+    # InitProducerIdRequest.getErrorResponse: no id, no epoch.
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=code,
+                                  producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
 
 
 def handle_init_producer_id(services: BrokerServices,
                             ctx: RequestContext) -> InitProducerIdResponse:
     req = ctx.body
     if req.transactional_id is not None:
-        return InitProducerIdResponse(
-            throttle_time_ms=0, error_code=TransactionalIdAuthorizationFailedError.code,
-            producer_id=-1, producer_epoch=-1)
-    version = ctx.header.request_api_version
+        return _error(TransactionalIdAuthorizationFailedError.code)
+    # v0-2 have no such fields: the codec gives their defaults (-1, -1).
+    if (req.producer_id == NO_PRODUCER_ID) != (req.producer_epoch == NO_PRODUCER_EPOCH):
+        return _error(InvalidRequestError.code)
     try:
-        if (version >= 3 and req.producer_id >= 0 and req.producer_epoch >= 0
-                and req.producer_epoch + 1 < MAX_EPOCH
-                and services.producer_ids.was_allocated(req.producer_id)):
-            producer_id, epoch = req.producer_id, req.producer_epoch + 1
-        else:
-            producer_id, epoch = services.producer_ids.generate(), 0
+        producer_id = services.producer_ids.generate()
     except KafkaError as exc:
-        return InitProducerIdResponse(throttle_time_ms=0,
-                                      error_code=code_for(exc, "InitProducerId"),
-                                      producer_id=-1, producer_epoch=-1)
+        return _error(code_for(exc, "InitProducerId"))
     return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=producer_id,
-                                  producer_epoch=epoch)
+                                  producer_epoch=0)

@@ -45,6 +45,9 @@ class ProducerIdManager:
         return value
 
     def _reserve_block(self) -> None:
+        # Re-read the stored end: another manager over the same directory (a second KafkaApis
+        # over the same logs) may have reserved blocks since; never hand out its ids again.
+        self._next = max(self._next, self._read_stored_end())
         end = self._next + self._block_size
         if end > MAX_PRODUCER_ID:
             raise KafkaStorageError("producer ids are exhausted")
@@ -73,8 +76,3 @@ class ProducerIdManager:
             pid = self._next
             self._next += 1
             return pid
-
-    def was_allocated(self, producer_id: int) -> bool:
-        """Could ``producer_id`` have come from this broker (below everything reserved)?"""
-        with self._lock:
-            return 0 <= producer_id < max(self._block_end, self._next)

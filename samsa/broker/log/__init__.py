@@ -20,7 +20,8 @@ Typical use by the broker::
     result = log.append_as_leader(records, leader_epoch=0, now_ms=now)
     #   -> AppendResult(base_offset, last_offset, log_append_time_ms (-1 for CreateTime),
     #                   log_start_offset, duplicate)  duplicate=True: an idempotent retry,
-    #      nothing written, original offsets returned (answer NONE, as Kafka does).
+    #      nothing written, original offsets and (as log_append_time_ms) the original
+    #      batch's max timestamp returned (answer NONE, as Kafka's UnifiedLog.append does).
     #   raises InvalidRecordError (magic != 2, count/delta mismatch, control batch, missing
     #   sequence), CorruptRecordError (CRC/size), MessageTooLargeError (max.message.bytes),
     #   UnsupportedCompressionTypeError, InvalidProducerEpochError,

@@ -1,8 +1,12 @@
 """Per-partition idempotent/transactional producer state (notes §4.2), and its snapshots.
 
 For every producer id the partition remembers the epoch and the last ``BATCHES_TO_RETAIN`` (5)
-batches it appended: a retry of one of them is recognised as a duplicate and answered with the
-original offsets; an older epoch or a sequence gap is refused.  Transactional producers also
+batches it appended: a retry of one of them (same epoch, same first and last sequence) is
+recognised as a duplicate and answered with the original offsets and max timestamp; an older
+epoch, a new epoch not starting at sequence 0, a sequence gap or a retry of an older batch is
+refused; a producer the partition does not know (new or expired) may start anywhere.  These
+are Kafka's rules (ProducerAppendInfo, ProducerStateEntry, UnifiedLog.append); Kafka no longer
+answers UNKNOWN_PRODUCER_ID for an unknown producer (KIP-360).  Transactional producers also
 have the first offset of their open transaction, which bounds the last stable offset (LSO);
 aborted transactions are remembered for read_committed fetches.
 
@@ -114,15 +118,24 @@ class ProducerStateEntry:
         return None
 
     def add_batch(self, epoch: int, batch: BatchMetadata) -> None:
-        if epoch != self.epoch:
+        if epoch != self.epoch:  # ProducerStateEntry.maybeUpdateProducerEpoch
             self.epoch = epoch
             self.batches.clear()
+        elif self.batches and not _in_sequence(self.batches[-1].last_seq, batch.first_seq):
+            # Only a producer the partition had forgotten (expired, or its batches deleted)
+            # gets a batch that does not follow its last one accepted.  A rebuild from the log
+            # must forget the older batches too (Kafka's keeps them), or a new batch that
+            # reuses their sequences would be taken for a retry and dropped.
+            self.batches.clear()
         self.batches.append(batch)
-        self.last_timestamp = max(self.last_timestamp, batch.timestamp)
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def _next_sequence(last_seq: int) -> int:
+    return 0 if last_seq in (NO_SEQUENCE, _INT32_MAX) else last_seq + 1
 
 
 class ProducerStateManager:
@@ -142,31 +155,48 @@ class ProducerStateManager:
         self, header: BatchHeader, staged: dict[int, ProducerStateEntry]
     ) -> BatchMetadata | None:
         """Validate a client batch against the state (plus ``staged`` earlier batches of the
-        same request).  Returns the original metadata if it is a duplicate; raises
-        InvalidProducerEpochError or OutOfOrderSequenceNumberError."""
+        same request), as Kafka's ProducerAppendInfo.checkProducerEpoch / checkSequence.
+        Returns the original metadata if it is a duplicate; raises InvalidProducerEpochError
+        or OutOfOrderSequenceNumberError."""
         pid = header.producer_id
-        entry = staged.get(pid) or self.producers.get(pid)
-        if entry is None:
-            return None  # unknown (new or expired) producer: any sequence is accepted
-        first_seq, last_seq = header.base_sequence, header.last_sequence
-        duplicate = entry.find_duplicate(header.producer_epoch, first_seq, last_seq)
-        if duplicate is not None:
-            return duplicate
-        if header.producer_epoch < entry.epoch:
+        current = self.producers.get(pid)
+        epoch = header.producer_epoch
+        first_seq = header.base_sequence
+        # A duplicate is a retry of a batch already in the log: same epoch and the same first
+        # and last sequence as one of the last BATCHES_TO_RETAIN (ProducerStateEntry
+        # .findDuplicateBatch).  Earlier batches of this request are not in the log yet: like
+        # UnifiedLog.analyzeAndValidateProducerState, look only at the appended state.
+        if current is not None:
+            duplicate = current.find_duplicate(epoch, first_seq, header.last_sequence)
+            if duplicate is not None:
+                return duplicate
+        current_epoch = current.epoch if current is not None else NO_PRODUCER_EPOCH
+        updated = staged.get(pid)  # only exists once this request appended a batch of pid
+        updated_epoch = updated.epoch if updated is not None else current_epoch
+        if epoch < updated_epoch:
             raise InvalidProducerEpochError(
-                f"producer {pid}: batch epoch {header.producer_epoch} is older than the current "
-                f"epoch {entry.epoch}; this producer was fenced by a newer instance"
+                f"producer {pid}: batch epoch {epoch} is older than the current epoch "
+                f"{updated_epoch}; this producer was fenced by a newer instance"
             )
-        if header.producer_epoch != entry.epoch:
-            if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
+        if epoch != updated_epoch:
+            # A new epoch starts at sequence 0, unless the partition knows no epoch of this
+            # producer (new, expired, or its batches deleted by retention or DeleteRecords).
+            if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceNumberError(
-                    f"producer {pid}: new epoch {header.producer_epoch} must start at sequence 0, "
+                    f"producer {pid}: new epoch {epoch} must start at sequence 0, "
                     f"got {first_seq}"
                 )
-        elif entry.batches and not _in_sequence(entry.last_seq, first_seq):
+            return None
+        if updated is not None and updated.batches:
+            last_seq = updated.last_seq
+        elif current is not None and epoch == current.epoch:
+            last_seq = current.last_seq  # NO_SEQUENCE if the entry holds no batch
+        else:
+            last_seq = NO_SEQUENCE
+        if current_epoch != NO_PRODUCER_EPOCH and not _in_sequence(last_seq, first_seq):
             raise OutOfOrderSequenceNumberError(
-                f"producer {pid} epoch {entry.epoch}: expected sequence {entry.last_seq + 1}, "
-                f"got {first_seq} (batches were lost or reordered)"
+                f"producer {pid} epoch {epoch}: expected sequence "
+                f"{_next_sequence(last_seq)}, got {first_seq} (batches were lost or reordered)"
             )
         return None
 
@@ -177,7 +207,10 @@ class ProducerStateManager:
         timestamp: int,
         staged: dict[int, ProducerStateEntry],
     ) -> None:
-        """Record an accepted client batch (offsets assigned) in ``staged``; ``commit`` applies it."""
+        """Record an accepted client batch (offsets assigned, header as written to the log) in
+        ``staged``; ``commit`` applies it.  The batch's metadata keeps its max timestamp (what
+        Kafka's BatchMetadata keeps and answers a duplicate with); ``timestamp`` (the append
+        time, or the batch's on replay) ages the producer for expiry."""
         pid = header.producer_id
         entry = staged.get(pid)
         if entry is None:
@@ -188,11 +221,13 @@ class ProducerStateManager:
         if header.base_sequence != NO_SEQUENCE:
             entry.add_batch(
                 header.producer_epoch,
-                BatchMetadata(header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp),
+                BatchMetadata(header.base_sequence, header.last_sequence, first_offset,
+                              last_offset, header.max_timestamp),
             )
-        else:
+        elif header.producer_epoch != entry.epoch:
             entry.epoch = header.producer_epoch
-            entry.last_timestamp = max(entry.last_timestamp, timestamp)
+            entry.batches.clear()
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
         if header.is_transactional and not header.is_control and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
@@ -268,13 +303,10 @@ class ProducerStateManager:
         return len(expired)
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """Forget producers whose last batch lies below the new log start (as Kafka does)."""
-        for pid in [
-            pid
-            for pid, e in self.producers.items()
-            if e.current_txn_first_offset < 0 and 0 <= e.last_offset < log_start_offset
-        ]:
-            del self.producers[pid]
+        """The log start moved (retention, DeleteRecords): drop what lies wholly below it.
+        Producers stay until they expire, as in Kafka (ProducerStateManager
+        .onLogStartOffsetIncremented keeps them): a retry of a batch that retention or
+        DeleteRecords removed is still a duplicate, not appended again."""
         self.aborted = [t for t in self.aborted if t.last_offset >= log_start_offset]
         for path in self.snapshot_files():
             if offset_from_filename(path.name) < log_start_offset:

@@ -129,23 +129,6 @@ def test_producer_ids_survive_a_restart(log_manager: Any) -> None:
         second.close()
 
 
-def test_epoch_bump_kip_360(client: Any) -> None:
-    first = client.call(InitProducerIdRequest(transactional_id=None,
-                                              transaction_timeout_ms=60000), 4)
-    bumped = client.call(InitProducerIdRequest(
-        transactional_id=None, transaction_timeout_ms=60000, producer_id=first.producer_id,
-        producer_epoch=first.producer_epoch), 4)
-    assert (bumped.producer_id, bumped.producer_epoch) == (first.producer_id, 1)
-    exhausted = client.call(InitProducerIdRequest(
-        transactional_id=None, transaction_timeout_ms=60000, producer_id=first.producer_id,
-        producer_epoch=32766), 4)
-    assert exhausted.producer_id != first.producer_id and exhausted.producer_epoch == 0
-    foreign = client.call(InitProducerIdRequest(
-        transactional_id=None, transaction_timeout_ms=60000, producer_id=10**12,
-        producer_epoch=3), 5)
-    assert foreign.producer_id != 10**12 and foreign.producer_epoch == 0
-
-
 def test_transactional_id_is_refused(client: Any) -> None:
     response = client.call(InitProducerIdRequest(transactional_id="tx",
                                                  transaction_timeout_ms=60000), 3)

@@ -163,3 +163,40 @@ def test_expired_producers_are_forgotten(log: Log) -> None:
     assert log.remove_expired_producers(NOW + 86_400_000 - 1) == 0
     assert log.remove_expired_producers(NOW + 86_400_000) == 1
     assert produce(log, 50).base_offset == 2  # unknown again: any sequence accepted
+
+
+def test_rebuild_after_expiry_does_not_take_new_batches_for_retries(tmp_path: Path) -> None:
+    # An expired producer may start again anywhere; if the rebuild from the log brought back
+    # the batches the expiry had forgotten, a new batch reusing their sequences would be
+    # answered as a duplicate and never written.
+    log = Log(tmp_path / "t-0", LogConfig(), topic="t", partition=0, now_ms=NOW)
+    produce(log, 2, count=1)  # unknown producer: sequence 2 is fine (offset 0)
+    later = NOW + 86_400_000
+    assert log.remove_expired_producers(later) == 1
+    log.append_as_leader(build_batch(2, pid=PID, epoch=0, seq=0, ts=later), leader_epoch=0,
+                         now_ms=later)  # sequences 0-1 at offsets 1-2
+    crashed = tmp_path / "crashed" / "t-0"
+    shutil.copytree(log.dir, crashed)
+    log.close()
+    for snapshot in crashed.glob("*.snapshot"):
+        snapshot.unlink()
+    rebuilt = Log(crashed, LogConfig(), topic="t", partition=0, now_ms=later)
+    try:
+        result = rebuilt.append_as_leader(build_batch(1, pid=PID, epoch=0, seq=2, ts=later),
+                                          leader_epoch=0, now_ms=later)
+        assert (result.duplicate, result.base_offset) == (False, 3)
+    finally:
+        rebuilt.close()
+
+
+def test_producers_outlive_the_deletion_of_their_batches(log: Log) -> None:
+    # Kafka keeps producer state when the log start moves past a producer's batches
+    # (ProducerStateManager.onLogStartOffsetIncremented): a late retry stays a duplicate.
+    produce(log, 0)
+    produce(log, 2)
+    log.delete_records_before(4)
+    retry = produce(log, 2)
+    assert retry.duplicate and (retry.base_offset, retry.log_start_offset) == (2, 4)
+    assert log.log_end_offset == 4
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        produce(log, 6)
