@@ -17,6 +17,7 @@ do), ``config`` (AdminConfig).
 
 from samsa.admin.client import AdminClient
 from samsa.admin.config import ADMIN_CONFIG, AdminConfig
+from samsa.admin.configs import AlterConfigOp, AlterConfigOpType
 from samsa.admin.groups import GroupDescription, GroupListing, MemberDescription
 from samsa.admin.types import (
     ClusterDescription,
@@ -34,7 +35,7 @@ from samsa.admin.types import (
 from samsa.net import Node, TopicPartition
 
 __all__ = [
-    "ADMIN_CONFIG", "AdminClient", "AdminConfig", "ClusterDescription", "ConfigEntry",
+    "ADMIN_CONFIG", "AdminClient", "AdminConfig", "AlterConfigOp", "AlterConfigOpType", "ClusterDescription", "ConfigEntry",
     "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "GroupDescription",
     "GroupListing", "MemberDescription", "NewPartitions",
     "NewTopic", "Node", "PartitionDescription", "TopicDescription", "TopicPartition",

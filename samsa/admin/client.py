@@ -33,9 +33,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from samsa.admin import configs as c
 from samsa.admin import groups as g
 from samsa.admin import messages as m
 from samsa.admin.config import AdminConfig
+from samsa.admin.configs import AlterConfigOp
 from samsa.admin.errors import topic_error
 from samsa.admin.types import (
     ClusterDescription,
@@ -88,6 +90,8 @@ _API_PURPOSE = {
     m.DELETE_TOPICS: "deleting topics",
     m.CREATE_PARTITIONS: "adding partitions",
     m.DESCRIBE_CONFIGS: "describing configs",
+    c.ALTER_CONFIGS: "altering configs",
+    c.INCREMENTAL_ALTER_CONFIGS: "altering configs incrementally",
     m.DELETE_RECORDS: "deleting records",
     m.DESCRIBE_CLUSTER: "describing the cluster",
     m.METADATA: "reading metadata",
@@ -230,14 +234,17 @@ class AdminClient:
         return self._retrying("describing the cluster", timeout_ms, attempt)
 
     def describe_configs(self, topics: Iterable[str] = (), broker: int | Iterable[int] | None = None,
-                         *, timeout_ms: float | None = None, raise_errors: bool = True,
+                         *, resources: Iterable[ConfigResource] = (),
+                         include_synonyms: bool = False,
+                         timeout_ms: float | None = None, raise_errors: bool = True,
                          ) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
-        """Every setting of the given topics and brokers (by id) with its value and source.
+        """Every setting of the given topics, brokers (by id) and other ``resources`` (a
+        group, the brokers' dynamic defaults) with its value and source.
         Returns ``{ConfigResource: {name: ConfigEntry}}``; a missing topic raises
         UnknownTopicOrPartitionError."""
         brokers = [] if broker is None else [broker] if isinstance(broker, int) else list(broker)
         resources = [ConfigResource.topic(t) for t in topics] + \
-            [ConfigResource.broker(b) for b in brokers]
+            [ConfigResource.broker(b) for b in brokers] + list(resources)
         _unique(dict.fromkeys(resources), resources, "resource")
 
         def round_(pending: list[ConfigResource], deadline: float) -> Mapping[ConfigResource, Any]:
@@ -245,7 +252,7 @@ class AdminClient:
             groups: dict[Node, list[ConfigResource]] = {}
             cluster = self._cluster(deadline)
             for r in pending:
-                if r.type == m.ConfigResourceType.BROKER:
+                if r.type == m.ConfigResourceType.BROKER and r.name:
                     node = cluster.node_by_id(int(r.name))
                     if node is None:
                         out[r] = BrokerNotAvailableError(
@@ -258,11 +265,58 @@ class AdminClient:
             for node, group in groups.items():
                 version, body = self._send(node, m.DESCRIBE_CONFIGS, None, None, deadline,
                                            functools.partial(m.describe_configs_request,
-                                                             resources=group))
+                                                             resources=group,
+                                                             include_synonyms=include_synonyms))
                 out.update(m.parse_describe_configs(version, body))
             return out
 
         return self._per_key(f"describing configs of {[str(r) for r in resources]}", resources,
+                             timeout_ms, round_, lambda e: False, raise_errors)
+
+    def incremental_alter_configs(
+            self, changes: Mapping[ConfigResource, Sequence[AlterConfigOp]], *,
+            validate_only: bool = False, timeout_ms: float | None = None,
+            raise_errors: bool = True) -> dict[ConfigResource, None | KafkaError]:
+        """Change single settings of topics or brokers (IncrementalAlterConfigs); the others
+        stay.  Returns None per changed resource (or its error, with ``raise_errors=False``)."""
+        return self._alter_configs(c.INCREMENTAL_ALTER_CONFIGS, dict(changes), functools.partial(
+            c.incremental_alter_configs_request, validate_only=validate_only),
+            timeout_ms, raise_errors)
+
+    def alter_configs(self, configs: Mapping[ConfigResource, Mapping[str, str]], *,
+                      validate_only: bool = False, timeout_ms: float | None = None,
+                      raise_errors: bool = True) -> dict[ConfigResource, None | KafkaError]:
+        """Replace the whole set of settings of topics or brokers (legacy AlterConfigs:
+        settings not given return to their defaults)."""
+        return self._alter_configs(c.ALTER_CONFIGS, dict(configs), functools.partial(
+            c.alter_configs_request, validate_only=validate_only), timeout_ms, raise_errors)
+
+    def _alter_configs(self, api_key: int, changes: dict[ConfigResource, Any],
+                       build: Callable[..., Message], timeout_ms: float | None,
+                       raise_errors: bool) -> dict[ConfigResource, None | KafkaError]:
+        resources = list(changes)
+
+        def round_(pending: list[ConfigResource], deadline: float) -> Mapping[ConfigResource, Any]:
+            out: dict[ConfigResource, Any] = {}
+            groups: dict[Node, list[ConfigResource]] = {}
+            cluster = self._cluster(deadline)
+            for r in pending:
+                if r.type == m.ConfigResourceType.BROKER and r.name:  # that broker itself
+                    node = cluster.node_by_id(int(r.name))
+                    if node is None:
+                        out[r] = BrokerNotAvailableError(
+                            f"cannot alter the configs of broker {r.name}: no such broker")
+                        continue
+                else:
+                    node = self._controller(deadline)
+                groups.setdefault(node, []).append(r)
+            for node, group in groups.items():
+                request = functools.partial(build, configs={r: changes[r] for r in group})
+                _, body = self._send(node, api_key, None, None, deadline, request)
+                out.update(c.parse_alter_configs(body))
+            return out
+
+        return self._per_key(f"altering configs of {[str(r) for r in resources]}", resources,
                              timeout_ms, round_, lambda e: False, raise_errors)
 
     def delete_records(self, offsets: Mapping[TopicPartition | tuple[str, int], int], *,

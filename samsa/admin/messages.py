@@ -19,6 +19,7 @@ from samsa.admin.types import (
     ConfigResource,
     ConfigResourceType,
     ConfigSource,
+    ConfigSynonym,
     CreatedTopic,
     NewPartitions,
     NewTopic,
@@ -201,13 +202,13 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
 # -- DescribeConfigs -------------------------------------------------------------------------
 
 
-def describe_configs_request(version: int,
-                             resources: Sequence[ConfigResource]) -> Message:
+def describe_configs_request(version: int, resources: Sequence[ConfigResource],
+                             include_synonyms: bool = False) -> Message:
     R = DescribeConfigsRequest
     return R(resources=[R.DescribeConfigsResource(resource_type=int(r.type),
                                                   resource_name=r.name, configuration_keys=None)
                         for r in resources],
-             include_synonyms=False)
+             include_synonyms=include_synonyms)
 
 
 def parse_describe_configs(
@@ -233,8 +234,10 @@ def parse_describe_configs(
             else:
                 source = ConfigSource.of(c.config_source)
                 is_default = source == ConfigSource.DEFAULT_CONFIG
+            synonyms = tuple(ConfigSynonym(s.name, s.value, ConfigSource.of(s.source))
+                             for s in c.synonyms) if version >= 1 else ()
             entries[c.name] = ConfigEntry(c.name, c.value, source, is_default,
-                                          bool(c.read_only), bool(c.is_sensitive))
+                                          bool(c.read_only), bool(c.is_sensitive), synonyms)
         out[resource] = entries
     return out
 

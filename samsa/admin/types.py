@@ -83,8 +83,18 @@ class ConfigSource(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """One link of the chain a setting's value is chosen from (highest priority first)."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigEntry:
-    """One setting of a topic or broker.  ``value`` is None for sensitive settings."""
+    """One setting of a topic or broker.  ``value`` is None for sensitive settings;
+    ``synonyms`` only when asked for (``describe_configs(include_synonyms=True)``)."""
 
     name: str
     value: str | None
@@ -92,6 +102,7 @@ class ConfigEntry:
     is_default: bool = False
     read_only: bool = False
     sensitive: bool = False
+    synonyms: tuple[ConfigSynonym, ...] = ()
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -101,6 +112,7 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32  # KIP-848 group configs (Kafka 4.0)
 
 
 class ConfigResource(NamedTuple):
@@ -116,6 +128,16 @@ class ConfigResource(NamedTuple):
     @classmethod
     def broker(cls, node_id: int) -> ConfigResource:
         return cls(ConfigResourceType.BROKER, str(node_id))
+
+    @classmethod
+    def broker_default(cls) -> ConfigResource:
+        """The cluster-wide default of dynamic broker configs (kafka-configs.sh
+        --entity-default)."""
+        return cls(ConfigResourceType.BROKER, "")
+
+    @classmethod
+    def group(cls, group_id: str) -> ConfigResource:
+        return cls(ConfigResourceType.GROUP, group_id)
 
     def __str__(self) -> str:
         return f"{self.type.name.lower()} {self.name!r}"

@@ -13,6 +13,7 @@ import click
 _SUBCOMMANDS = [
     "samsa.cli.broker_cmd",
     "samsa.cli.topics_cmd",
+    "samsa.cli.configs_cmd",
     "samsa.cli.produce_cmd",
     "samsa.cli.perf_cmd",
     "samsa.cli.pipeline_cmd",

@@ -1,5 +1,5 @@
-"""DescribeConfigs (key 32), versions 1-4: topic and broker settings, where each value came
-from, and (if asked) the chain of synonyms behind it."""
+"""DescribeConfigs (key 32), versions 0-4: topic and broker settings, where each value came
+from, and (if asked, v1+) the chain of synonyms behind it; v0 reports ``is_default`` instead."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import HANDLER_DEFAULTS, BrokerServices
 from samsa.broker.apis.topic_configs import TOPIC_CONFIGS, ConfigSource, ConfigType
+from samsa.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from samsa.broker.log import BROKER_DEFAULTS
 from samsa.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from samsa.protocol import DescribeConfigsResponse
@@ -17,6 +18,26 @@ from samsa.protocol import DescribeConfigsResponse
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
+GROUP_RESOURCE = 32
+
+# Kafka 4.0's GroupConfig (KIP-848/KIP-932): name -> (broker setting supplying it, default, doc).
+GROUP_CONFIGS: dict[str, tuple[str, int, str]] = {
+    "consumer.session.timeout.ms": (
+        "group.consumer.session.timeout.ms", 45000,
+        "The timeout to detect client failures when using the consumer group protocol."),
+    "consumer.heartbeat.interval.ms": (
+        "group.consumer.heartbeat.interval.ms", 5000,
+        "The heartbeat interval given to the members of a consumer group."),
+    "share.session.timeout.ms": (
+        "group.share.session.timeout.ms", 45000,
+        "The timeout to detect client failures when using the share group protocol."),
+    "share.heartbeat.interval.ms": (
+        "group.share.heartbeat.interval.ms", 5000,
+        "The heartbeat interval given to the members of a share group."),
+    "share.record.lock.duration.ms": (
+        "group.share.record.lock.duration.ms", 30000,
+        "The record acquisition lock duration in milliseconds for share groups."),
+}
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 ResourceResult = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -50,18 +71,35 @@ def config_string(value: Any) -> str | None:
     return str(value)
 
 
+def _broker_synonyms(services: BrokerServices, name: str,
+                     static_value: Any) -> list[tuple[str, str | None, ConfigSource]]:
+    """The broker-level chain for ``name``, highest priority first (DynamicBrokerConfig):
+    per-broker dynamic, cluster-default dynamic, static."""
+    chain: list[tuple[str, str | None, ConfigSource]] = []
+    broker, default = services.dynamic.layer(True), services.dynamic.layer(False)
+    if name in broker:
+        chain.append((name, broker[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
+    if name in default:
+        chain.append((name, default[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+    if name in services.explicit_config:
+        chain.append((name, config_string(static_value), ConfigSource.STATIC_BROKER_CONFIG))
+    return chain
+
+
 def topic_config_entries(services: BrokerServices,
                          overrides: Mapping[str, str]) -> list[ConfigEntry]:
-    """Every topic config: the topic's override, else the broker's setting, else the default."""
+    """Every topic config: the topic's override, else the broker's setting (dynamic, then
+    static), else the default."""
     entries = []
     for name, d in sorted(TOPIC_CONFIGS.items()):
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
-        if d.synonym is not None and d.synonym in services.explicit_config:
-            synonyms.append((d.synonym, config_string(services.config.get(d.synonym)),
-                             ConfigSource.STATIC_BROKER_CONFIG))
-        default = config_string(services.config.get(d.synonym)) if d.synonym else None
+        if d.synonym is not None:
+            synonyms += _broker_synonyms(services, d.synonym,
+                                         services.explicit_config.get(d.synonym))
+        default = (config_string(services.dynamic.static_value(d.synonym)) if d.synonym
+                   else None)
         synonyms.append((d.synonym or name, default if default is not None else d.default,
                          ConfigSource.DEFAULT_CONFIG))
         _, value, source = synonyms[0]
@@ -70,22 +108,49 @@ def topic_config_entries(services: BrokerServices,
 
 
 def broker_config_entries(services: BrokerServices) -> list[ConfigEntry]:
+    """This node's settings (DescribeConfigs of broker "<id>"); only the dynamic ones may be
+    altered, so only those are not read-only (Kafka's ConfigHelper.createBrokerConfigEntry)."""
     names = set(BROKER_DEFAULTS) | set(HANDLER_DEFAULTS) | set(services.explicit_config)
-    names |= {"node.id", "broker.id"}
+    names |= {"node.id", "broker.id"} | set(services.dynamic.layer(True))
+    names |= set(services.dynamic.layer(False))
     entries = []
     for name in sorted(names):
         if name in ("node.id", "broker.id"):
             value: Any = services.node.node_id
         else:
             value = services.config.get(name, services.explicit_config.get(name))
-        source = (ConfigSource.STATIC_BROKER_CONFIG if name in services.explicit_config
-                  else ConfigSource.DEFAULT_CONFIG)
         sensitive = any(marker in name for marker in _SENSITIVE_MARKERS)
-        text = None if sensitive else config_string(value)
+        synonyms = _broker_synonyms(services, name, services.explicit_config.get(name))
+        static = value if name in ("node.id", "broker.id") else \
+            services.dynamic.static_value(name)
+        synonyms.append((name, config_string(static), ConfigSource.DEFAULT_CONFIG))
+        _, text, source = synonyms[0]
+        if sensitive:
+            text = None
+            synonyms = [(n, None, s) for n, _, s in synonyms]
         ctype = _BROKER_TYPES.get(type(value), ConfigType.STRING)
-        entries.append(ConfigEntry(name, text, source, ctype, read_only=True,
-                                   sensitive=sensitive,
-                                   synonyms=[(name, text, source)]))
+        entries.append(ConfigEntry(name, text, source, ctype,
+                                   read_only=name not in DYNAMIC_BROKER_CONFIGS,
+                                   sensitive=sensitive, synonyms=synonyms))
+    return entries
+
+
+def dynamic_default_entries(services: BrokerServices) -> list[ConfigEntry]:
+    """DescribeConfigs of broker "": the cluster-wide dynamic defaults only (Kafka answers
+    ``currentDynamicDefaultConfigs``)."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return [ConfigEntry(name, value, source, ConfigType.STRING, synonyms=[(name, value, source)])
+            for name, value in sorted(services.dynamic.layer(False).items())]
+
+
+def group_config_entries(services: BrokerServices) -> list[ConfigEntry]:
+    """A group's KIP-848 configs (Kafka 4.0's GroupConfig), none set per group here: each is
+    the broker's ``group.*`` setting or its default, source DEFAULT_CONFIG, not read-only."""
+    entries = []
+    for name, (broker_name, default, doc) in sorted(GROUP_CONFIGS.items()):
+        value = str(services.config.get(broker_name, default))
+        entries.append(ConfigEntry(name, value, ConfigSource.DEFAULT_CONFIG, ConfigType.INT, doc,
+                                   synonyms=[(name, value, ConfigSource.DEFAULT_CONFIG)]))
     return entries
 
 
@@ -131,15 +196,26 @@ def handle_describe_configs(services: BrokerServices,
                 continue
             entries = topic_config_entries(services, info.configs)
         elif rtype == BROKER_RESOURCE:
-            if name not in ("", str(services.node.node_id)):
+            if name == "":
+                entries = dynamic_default_entries(services)
+            elif name == str(services.node.node_id):
+                entries = broker_config_entries(services)
+            else:
                 results.append(_error(resource, InvalidRequestError.code,
-                                      f"this is broker {services.node.node_id}, not {name!r}"))
+                                      f"Unexpected broker id, expected {services.node.node_id} "
+                                      f"or empty string, but received {name}"))
                 continue
-            entries = broker_config_entries(services)
+        elif rtype == GROUP_RESOURCE:
+            # Kafka 4.0 (ConfigHelper) answers for any group name, existing or not.
+            if not name:
+                results.append(_error(resource, InvalidRequestError.code,
+                                      "Group name must not be empty"))
+                continue
+            entries = group_config_entries(services)
         else:
             results.append(_error(resource, InvalidRequestError.code,
-                                  f"resource type {rtype} is not supported; use 2 (topic) "
-                                  f"or 4 (broker)"))
+                                  f"resource type {rtype} is not supported; use 2 (topic), "
+                                  f"4 (broker) or 32 (group)"))
             continue
         results.append(Result(error_code=0, error_message=None, resource_type=rtype,
                               resource_name=name,

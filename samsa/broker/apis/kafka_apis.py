@@ -4,6 +4,7 @@ Called on request-handler threads (several at once) by the network layer.  A han
 the response message, or None when it answered itself (acks=0 produce, a parked fetch).
 Versions outside the served range close the connection, as Kafka does (no response layout
 exists for them) -- except ApiVersions, which answers UNSUPPORTED_VERSION in the v0 layout.
+The close is logged once per client and version (samsa/broker/unsupported_versions.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from samsa.broker.apis.alter_configs import handle_alter_configs
 from samsa.broker.apis.api_versions import (
     handle_api_versions,
     unsupported_version_response,
@@ -24,6 +26,9 @@ from samsa.broker.apis.create_topics import handle_create_topics
 from samsa.broker.apis.delete_records import handle_delete_records
 from samsa.broker.apis.delete_topics import handle_delete_topics
 from samsa.broker.apis.describe_configs import handle_describe_configs
+from samsa.broker.apis.describe_log_dirs import handle_describe_log_dirs
+from samsa.broker.apis.describe_producers import handle_describe_producers
+from samsa.broker.apis.describe_topic_partitions import handle_describe_topic_partitions
 from samsa.broker.apis.fetch import handle_fetch
 from samsa.broker.apis.group_admin import (
     handle_delete_groups,
@@ -31,11 +36,13 @@ from samsa.broker.apis.group_admin import (
     handle_list_groups,
 )
 from samsa.broker.apis.heartbeat import handle_heartbeat, handle_leave_group
+from samsa.broker.apis.incremental_alter_configs import handle_incremental_alter_configs
 from samsa.broker.apis.init_producer_id import handle_init_producer_id
 from samsa.broker.apis.join_group import handle_join_group
 from samsa.broker.apis.list_offsets import handle_list_offsets
 from samsa.broker.apis.metadata import handle_metadata
 from samsa.broker.apis.offset_commit import handle_offset_commit
+from samsa.broker.apis.offset_delete import handle_offset_delete
 from samsa.broker.apis.offset_fetch import handle_offset_fetch
 from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from samsa.broker.apis.produce import handle_produce, produce_runs_inline
@@ -45,6 +52,7 @@ from samsa.broker.apis.sync_group import handle_sync_group
 from samsa.broker.apis.versions import API_VERSIONS_KEY, SERVED
 from samsa.broker.log import LogManager
 from samsa.broker.meta_properties import load_or_create_meta_properties
+from samsa.broker.unsupported_versions import log_unsupported_version
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,12 @@ HANDLERS: Mapping[int, Handler] = {
     37: handle_create_partitions,
     42: handle_delete_groups,
     60: handle_describe_cluster,
+    33: handle_alter_configs,
+    35: handle_describe_log_dirs,
+    44: handle_incremental_alter_configs,
+    47: handle_offset_delete,
+    61: handle_describe_producers,
+    75: handle_describe_topic_partitions,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
 
@@ -115,9 +129,8 @@ class KafkaApis:
                 # for dispatchers that hand them over anyway.
                 ctx.respond(unsupported_version_response())
                 return
-            log.warning("closing connection %s (client %r from %s): API key %d version %d is "
-                        "not supported", ctx.connection_id, header.client_id, ctx.client_host,
-                        key, version)
+            log_unsupported_version(log, ctx.client_host, header.client_id, key, version,
+                                    ctx.connection_id)
             ctx.close_connection(f"API key {key} version {version} is not supported")
             return
         # An exception escaping here is logged by the handler pool, which closes the connection.

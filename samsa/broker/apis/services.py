@@ -10,6 +10,7 @@ from typing import Any
 
 from samsa.broker.apis.context import BrokerNode
 from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.dynamic_config import DynamicBrokerConfig
 from samsa.broker.group import GroupCoordinator
 from samsa.broker.log import Log, LogManager, TopicInfo
 from samsa.broker.log.config import resolve_broker_config
@@ -25,6 +26,7 @@ HANDLER_DEFAULTS: dict[str, Any] = {
     "delete.topic.enable": True,
     "min.insync.replicas": 1,
     "compression.type": "producer",
+    "log.message.downconversion.enable": True,
 }
 
 
@@ -48,6 +50,8 @@ class BrokerServices:
             {k: v for k, v in given.items() if k in originals} if originals is not None
             else given)
         self.config: dict[str, Any] = {**HANDLER_DEFAULTS, **resolve_broker_config(given)}
+        # Dynamic broker configs (IncrementalAlterConfigs/AlterConfigs) over self.config.
+        self.dynamic = DynamicBrokerConfig(log_manager, self.config)
         self.producer_ids = producer_ids
         self.fetch_purgatory = Purgatory("fetch")
         # Loads groups and offsets from __consumer_offsets; its appends wake parked fetches.

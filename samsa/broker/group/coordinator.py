@@ -62,6 +62,7 @@ from samsa.broker.group.records import (
     offset_value,
 )
 from samsa.broker.group.store import GroupStore
+from samsa.broker.group.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from samsa.broker.group.timer import KeyedTimer
 from samsa.broker.log import LogManager
 from samsa.errors import (
@@ -69,6 +70,7 @@ from samsa.errors import (
     FencedInstanceIdError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    GroupSubscribedToTopicError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidGroupIdError,
@@ -697,7 +699,8 @@ class GroupCoordinator:
                 else:
                     errors.append(NONE)
                     accepted[(c.topic, c.partition)] = OffsetAndMetadata(
-                        c.offset, c.leader_epoch, c.metadata or "", now)
+                        c.offset, c.leader_epoch, c.metadata or "",
+                        now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms)
             if not accepted:
                 return errors
             try:
@@ -796,6 +799,50 @@ class GroupCoordinator:
         self.timer.cancel(("join", group_id))
         log.info("group %s deleted", group_id)
         return NONE
+
+    def delete_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]]
+                       ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete (Kafka's GroupCoordinator.handleDeleteOffsets): (group error, error per
+        partition).  An Empty group loses the offsets; an active consumer group keeps those of
+        topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC); any other active group answers
+        NON_EMPTY_GROUP.  A group left with neither members nor offsets is deleted."""
+        with self._locked():
+            if not group_id:
+                return InvalidGroupIdError.code, {}
+            group = self._group(group_id)
+            if group is None or group.is_in(GroupState.DEAD):
+                return GroupIdNotFoundError.code, {}
+            errors: dict[tuple[str, int], int] = {}
+            if group.is_in(GroupState.EMPTY):
+                eligible = list(partitions)
+            elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+                topics = subscribed_topics(group) or set()
+                eligible = [tp for tp in partitions if tp[0] not in topics]
+                errors = {tp: GroupSubscribedToTopicError.code
+                          for tp in partitions if tp[0] in topics}
+            else:
+                return NonEmptyGroupError.code, {}
+            removed = [tp for tp in dict.fromkeys(eligible) if tp in group.offsets]
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offset_key(group_id, topic, partition), None) for topic, partition in removed]
+            drop_group = (group.is_in(GroupState.EMPTY) and not group.members
+                          and len(removed) == len(group.offsets))
+            if drop_group:
+                tombstones.append((group_key(group_id), None))
+            if tombstones:
+                try:
+                    self.store.append(group_id, tombstones)
+                except KafkaError as exc:
+                    log.warning("group %s: deleting offsets failed: %s", group_id, exc)
+                    return _store_error(exc), {}
+            for tp in removed:
+                del group.offsets[tp]
+            if drop_group:  # GroupMetadataManager.cleanupGroupMetadata
+                group.transition_to(GroupState.DEAD)
+                del self.groups[group_id]
+            errors.update({tp: NONE for tp in eligible})
+            log.info("group %s: deleted offsets of %s", group_id, removed)
+            return NONE, errors
 
     # -- persistence ----------------------------------------------------------------------------
 

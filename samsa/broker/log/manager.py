@@ -323,6 +323,18 @@ class LogManager:
                 self._logs[(name, partition)].update_config(log_config)
             return updated
 
+    def reconfigure(self, config: Mapping[str, Any]) -> None:
+        """Replace the broker-level settings (dynamic broker configs, Kafka's DynamicLogConfig)
+        and apply them at once to every open log that does not override them."""
+        resolved = resolve_broker_config(config)  # raises ConfigError before anything changes
+        with self._lock:
+            self._check_open()
+            self.config = resolved
+            for info in self._topics.values():
+                log_config = self._log_config(info)
+                for partition in range(info.partitions):
+                    self._logs[(info.name, partition)].update_config(log_config)
+
     def topics(self) -> dict[str, TopicInfo]:
         with self._lock:
             return dict(self._topics)
