@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test system-deps bench clean
+.PHONY: run test system-deps node-peers bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 system-deps:
 	@./scripts/system-deps.sh
 
+# The Node.js clients the tests drive (kafkajs, @platformatic/kafka, Node 22), from the npm registry.
+node-peers: system-deps
+	@./scripts/node-peers.sh
+
 run: system-deps $(STAMP)
 	$(PY) -m samsa.cli pipeline
 
-test: system-deps $(STAMP)
+test: system-deps node-peers $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

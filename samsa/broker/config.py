@@ -115,6 +115,9 @@ def _log_settings(d: ConfigDef) -> None:
              "Reject record timestamps further in the past.")
     d.define("log.message.timestamp.after.max.ms", Type.LONG, 3_600_000, at_least(0),
              "Reject record timestamps further in the future.")
+    d.define("log.message.downconversion.enable", Type.BOOLEAN, True, None,
+             "Convert stored v2 batches to magic 0/1 for Fetch v0-3 (KIP-283); false answers "
+             "those fetches UNSUPPORTED_VERSION.")
     d.define("log.cleanup.policy", Type.STRING, "delete", None, "delete, compact or both.")
     d.define("log.cleaner.enable", Type.BOOLEAN, True, None, "Accepted; compaction is not run.")
     d.define("num.recovery.threads.per.data.dir", Type.INT, 2, at_least(1),

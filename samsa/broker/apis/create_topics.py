@@ -1,4 +1,4 @@
-"""CreateTopics (key 19), versions 2-7."""
+"""CreateTopics (key 19), versions 0-7."""
 
 from __future__ import annotations
 

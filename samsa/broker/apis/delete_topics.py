@@ -1,4 +1,4 @@
-"""DeleteTopics (key 20), versions 1-6 (v6: by name or by topic id)."""
+"""DeleteTopics (key 20), versions 0-6 (v6: by name or by topic id)."""
 
 from __future__ import annotations
 

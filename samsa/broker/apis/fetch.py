@@ -1,5 +1,8 @@
-"""Fetch (key 1), versions 4-12: read each partition's log, long-polling for ``min_bytes``.
+"""Fetch (key 1), versions 0-12: read each partition's log, long-polling for ``min_bytes``.
 
+* v0-3 get magic 0 (v0-1) or magic 1 (v2-3) message sets, converted lazily while the response
+  is sent (samsa/broker/log/down_conversion.py); v0-2 byte limits are hard (no whole first
+  batch when it exceeds them); no isolation level or aborted transactions before v4.
 * ``max_bytes`` bounds the whole response and ``partition_max_bytes`` each partition, except that
   the first non-empty partition always returns its first batch whole (KIP-74), so a batch larger
   than the limits cannot stall a consumer.
@@ -22,16 +25,22 @@ from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
-from samsa.broker.apis.services import BrokerServices
-from samsa.broker.log import IsolationLevel
+from samsa.broker.apis.fetch_zstd import ZSTD_MIN_FETCH_VERSION, without_zstd
+from samsa.broker.apis.services import BrokerServices, as_bool
+from samsa.broker.log import FileSlice, IsolationLevel
+from samsa.broker.log.down_conversion import LazyDownConversionRecords
 from samsa.broker.purgatory import DelayedOperation
 from samsa.errors import (
     FencedLeaderEpochError,
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
 )
 from samsa.protocol import FetchResponse
 
@@ -97,7 +106,8 @@ class FetchPlan:
 
     def read(self) -> FetchResult:
         remaining = max(self.max_bytes, 0)
-        min_one = True
+        # Fetch v0-2 limits are hard (FetchParams.hardMaxBytesLimit): no whole first batch.
+        min_one = self.version >= 3
         total = 0
         has_error = False
         responses: list[TopicResponse] = []
@@ -129,8 +139,29 @@ class FetchPlan:
             data = plog.read(p.fetch_offset, limit, min_one_message=min_one,
                              isolation=self.isolation)
         except KafkaError as exc:
-            return _error_partition(p.partition,
-                                    code_for(exc, f"fetch from {p.topic}-{p.partition}"))
+            code = code_for(exc, f"fetch from {p.topic}-{p.partition}")
+            if code == KafkaStorageError.code and self.version <= 5:
+                code = NotLeaderOrFollowerError.code  # KafkaApis.maybeDownConvertStorageError
+            return _error_partition(p.partition, code)
+        records = data.records
+        if self.version < ZSTD_MIN_FETCH_VERSION:  # KIP-110; fetch_zstd.py says why both
+            if self._topic_codec(p.topic) == "zstd":
+                return _error_partition(p.partition, UnsupportedCompressionTypeError.code)
+            if isinstance(records, FileSlice) and records.size:
+                kept = without_zstd(records)
+                if kept is None:
+                    return _error_partition(p.partition, UnsupportedCompressionTypeError.code)
+                records = kept
+        if self.version < 4 and not self._downconversion_enabled(p.topic):
+            # KIP-283: with message.downconversion.enable=false consumers get 35 instead.
+            return _error_partition(p.partition, UnsupportedVersionError.code)
+        if self.version < 4 and len(records):
+            # Fetch v0-1 read magic 0, v2-3 magic 1: converted while sent (down_conversion.py).
+            try:
+                records = LazyDownConversionRecords(records, 0 if self.version <= 1 else 1,
+                                                    p.fetch_offset)
+            except UnsupportedCompressionTypeError:
+                return _error_partition(p.partition, UnsupportedCompressionTypeError.code)
         aborted = None
         if self.isolation == IsolationLevel.READ_COMMITTED:
             aborted = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
@@ -140,7 +171,21 @@ class FetchPlan:
                              last_stable_offset=data.last_stable_offset,
                              log_start_offset=data.log_start_offset,
                              aborted_transactions=aborted, preferred_read_replica=-1,
-                             records=data.records)
+                             records=records)
+
+    def _topic_codec(self, topic: str) -> str:
+        """The topic's compression.type (its override, else the broker's)."""
+        info = self.services.topic(topic)
+        codec = info.configs.get("compression.type") if info is not None else None
+        return str(codec if codec is not None else self.services.config["compression.type"])
+
+    def _downconversion_enabled(self, topic: str) -> bool:
+        """message.downconversion.enable: the topic's, else the broker's log.* setting."""
+        info = self.services.topic(topic)
+        value = info.configs.get("message.downconversion.enable") if info is not None else None
+        if value is None:
+            value = self.services.config.get("log.message.downconversion.enable", True)
+        return as_bool(value)
 
     def response(self, result: FetchResult) -> FetchResponse:
         return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0,

@@ -1,27 +1,49 @@
-"""OffsetCommit (key 8), versions 2-9: store a group's positions, then answer.
+"""OffsetCommit (key 8), versions 0-9: store a group's positions, then answer.
 
-v2-4 carry a retention time, which is ignored as in Kafka >= 2.1 (offsets.retention.minutes
-applies).  Standalone consumers commit with generation -1 and no member id.
+v0 asks for offsets in ZooKeeper, which a KRaft broker does not have: Kafka 3.9 answers every
+partition of a topic that exists with UNSUPPORTED_VERSION (``KafkaApis.commitOffsetsToZookeeper``
+-> ``requireZkOrThrow``, the request's error response), unknown ones with
+UNKNOWN_TOPIC_OR_PARTITION when no partition is left to commit.  v1 carries a commit timestamp
+per partition (-1: now), v2-4 a retention time, which is ignored (no offsets expire here).
+Standalone consumers commit with generation -1 and no member id.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.group import PartitionCommit
+from samsa.errors import UnknownTopicOrPartitionError, UnsupportedVersionError
 from samsa.protocol import OffsetCommitResponse
 
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 
+def _zookeeper_commit(services: BrokerServices, req: Any) -> OffsetCommitResponse:
+    known = [services.get_log(t.name, p.partition_index) is not None
+             for t in req.topics for p in t.partitions]
+    # The request fails as a whole once any partition exists (KafkaApis.handle's error path).
+    code = UnsupportedVersionError.code if any(known) else UnknownTopicOrPartitionError.code
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        TopicResponse(name=t.name, partitions=[
+            PartitionResponse(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
+        for t in req.topics])
+
+
 def handle_offset_commit(services: BrokerServices,
                          ctx: RequestContext) -> OffsetCommitResponse:
     version = ctx.header.request_api_version
     req = ctx.body
+    if version == 0:
+        return _zookeeper_commit(services, req)
     commits = [
         PartitionCommit(t.name, p.partition_index, p.committed_offset,
-                        p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
+                        p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata,
+                        p.commit_timestamp if version == 1 else -1)
         for t in req.topics for p in t.partitions
     ]
     errors = iter(services.groups.commit_offsets(

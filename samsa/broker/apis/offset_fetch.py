@@ -1,4 +1,9 @@
-"""OffsetFetch (key 9), versions 1-9: a group's committed positions.
+"""OffsetFetch (key 9), versions 0-9: a group's committed positions.
+
+v0 reads offsets from ZooKeeper, which a KRaft broker does not have: Kafka 3.9 answers each
+requested partition with offset -1, no metadata and UNSUPPORTED_VERSION
+(``KafkaApis.handleOffsetFetchRequestFromZookeeper`` -> ``requireZkOrThrow``, and
+``OffsetFetchRequest.getErrorResponse`` for v0-1).
 
 v2+ ``topics=null`` asks for every partition the group committed; v8+ asks for several groups
 at once.  A partition with no commit answers offset -1 with no error (the client then applies
@@ -12,6 +17,7 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.group import OffsetAndMetadata
+from samsa.errors import UnsupportedVersionError
 from samsa.protocol import OffsetFetchResponse
 
 PartitionOffsets = list[tuple[int, OffsetAndMetadata | None]]
@@ -46,6 +52,14 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
                         for p, c in parts])
                     for name, parts in topics]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    if version == 0:
+        return OffsetFetchResponse(topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=t.name, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=p, committed_offset=-1, metadata="",
+                    error_code=UnsupportedVersionError.code)
+                for p in t.partition_indexes])
+            for t in req.topics or []])
     topics_requested = req.topics if version >= 2 else (req.topics or [])
     error, topics = _lookup(services, req.group_id, topics_requested)
     return OffsetFetchResponse(

@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (key 23), versions 2-4: where an epoch ended (consumer log truncation
+"""OffsetForLeaderEpoch (key 23), versions 0-4: where an epoch ended (consumer log truncation
 detection).  One node leads every partition in one epoch, so for the current epoch the answer
 is the log end offset, as Kafka's leader epoch cache gives once a leader is elected."""
 

@@ -1,4 +1,6 @@
-"""Produce (key 0), versions 3-12: append each partition's batch to its log.
+"""Produce (key 0), versions 0-12: append each partition's batch to its log.
+
+v0-2 may carry magic 0/1 message sets: they are converted to one v2 batch (up_conversion.py).
 
 On one node ``acks=-1`` is satisfied once the local append returns (the log applies its flush
 policy, ``flush.messages``/``flush.ms``); ``acks=0`` gets no response at all, and the connection
@@ -16,15 +18,15 @@ from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.produce_response import success_frame
 from samsa.broker.apis.services import BrokerServices
-from samsa.broker.apis.topic_configs import LONG_MAX
-from samsa.broker.log import AppendResult, Log
+from samsa.broker.log import AppendResult
+from samsa.broker.log.up_conversion import up_convert
 from samsa.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
-    InvalidTimestampError,
     InvalidTxnStateError,
     KafkaError,
     UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
 )
 from samsa.protocol import ProduceResponse
 from samsa.records import (
@@ -34,23 +36,30 @@ from samsa.records import (
     RECORD_BATCH_OVERHEAD,
 )
 from samsa.records.batch_header import (
-    TIMESTAMP_TYPE_MASK,
+    COMPRESSION_CODEC_MASK,
     TRANSACTIONAL_FLAG_MASK,
+    Compression,
     read_produce_check_fields,
 )
+from samsa.records.conversion import is_legacy_message_set
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def _failed(index: int, code: int, message: str | None) -> PartitionResponse:
+def _failed(index: int, code: int, message: str | None,
+            record_errors: list[tuple[int, str]] | None = None) -> PartitionResponse:
     return PartitionResponse(index=index, error_code=code, base_offset=-1,
-                             log_append_time_ms=-1, log_start_offset=-1, record_errors=[],
+                             log_append_time_ms=-1, log_start_offset=-1,
+                             record_errors=[RecordError(batch_index=i, batch_index_error_message=m)
+                                            for i, m in record_errors or ()],
                              error_message=message)
 
 
-def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: int) -> None:
-    """The request-level checks Kafka makes before the log validates the batch itself."""
+def _precheck(records: bytes | memoryview, transactional: bool, version: int) -> None:
+    """The request-level checks Kafka makes before the log validates the batch itself
+    (``ProduceRequest.validateRecords``).  Record timestamps are the log's to check."""
     if transactional:
         raise InvalidTxnStateError(
             "transactions are not supported by this broker yet; use an idempotent producer "
@@ -59,32 +68,28 @@ def _precheck(log: Log, records: bytes | memoryview, transactional: bool, now: i
     if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
         return  # the log reports the precise problem (too short, wrong magic)
     # The few header fields needed here, without building a BatchHeader.
-    batch_length, attributes, base_timestamp, max_timestamp = read_produce_check_fields(records)
+    batch_length, attributes = read_produce_check_fields(records)[:2]
     if attributes & TRANSACTIONAL_FLAG_MASK:
         raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
                                    "are not supported by this broker yet")
+    if version < 7 and attributes & COMPRESSION_CODEC_MASK == Compression.ZSTD:
+        # KIP-110: zstd needs Produce v7; Kafka answers the partition UNSUPPORTED_COMPRESSION_TYPE.
+        raise UnsupportedCompressionTypeError(
+            f"zstd-compressed batches need Produce v7 or later, this request is v{version}")
     if batch_length + LOG_OVERHEAD < len(records):
         raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
                                  "one record batch per partition")
-    config = log.config
-    if not attributes & TIMESTAMP_TYPE_MASK and not config.log_append_time:  # CreateTime
-        # message.timestamp.after/before.max.ms: the topic's, else the broker's log.* setting.
-        after, before = config.timestamp_after_max_ms, config.timestamp_before_max_ms
-        if max_timestamp > now + after:
-            raise InvalidTimestampError(
-                f"timestamp {max_timestamp} of a record in the batch is more than "
-                f"{after} ms ahead of the broker's clock (message.timestamp.after.max.ms)"
-            )
-        if before < LONG_MAX and 0 <= base_timestamp < now - before:
-            raise InvalidTimestampError(
-                f"timestamp {base_timestamp} of the batch is more than {before} ms "
-                f"behind the broker's clock (message.timestamp.before.max.ms)"
-            )
+
+
+def _topic_compression(services: BrokerServices, topic: str) -> str | None:
+    info = services.topic(topic)
+    codec = info.configs.get("compression.type") if info is not None else None
+    return codec if codec is not None else services.config.get("compression.type")
 
 
 def _append(services: BrokerServices, topic: str, index: int,
             records: bytes | memoryview | None, transactional: bool,
-            now: int) -> AppendResult | PartitionResponse:
+            now: int, version: int) -> AppendResult | PartitionResponse:
     """The append's result, or the failed partition's response."""
     log = services.get_log(topic, index)
     if log is None:
@@ -92,16 +97,23 @@ def _append(services: BrokerServices, topic: str, index: int,
                        f"{topic}-{index} does not exist on this broker")
     try:
         data = records if records is not None else b""
-        _precheck(log, data, transactional, now)
+        if version < 3 and is_legacy_message_set(data):
+            # Produce v0-2 of magic 0/1 (Kafka 3.9 still takes them): one v2 batch, as its
+            # LogValidator converts them (up_conversion.py).
+            # (Its codec may be the topic's zstd: ProduceRequest.validateRecords checks v3+ only.)
+            data = up_convert(data, log.config, now, _topic_compression(services, topic))
+        else:
+            _precheck(data, transactional, version)
         return log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
     except KafkaError as exc:
-        return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc))
+        return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc),
+                       getattr(exc, "record_errors", None))
 
 
 def append_partition(services: BrokerServices, topic: str, index: int,
                      records: bytes | memoryview | None, transactional: bool,
-                     now: int) -> PartitionResponse:
-    result = _append(services, topic, index, records, transactional, now)
+                     now: int, version: int) -> PartitionResponse:
+    result = _append(services, topic, index, records, transactional, now, version)
     if isinstance(result, PartitionResponse):
         return result
     return PartitionResponse(index=index, error_code=0, base_offset=result.base_offset,
@@ -127,12 +139,14 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
     transactional = req.transactional_id is not None
     now = time.time_ns() // 1_000_000
     topics = req.topic_data
-    if len(topics) == 1 and len(topics[0].partition_data) == 1 and (acks == 1 or acks == -1):
+    if len(topics) == 1 and len(topics[0].partition_data) == 1 and (acks == 1 or acks == -1) \
+            and ctx.header.request_api_version >= 3:
         # The usual request (librdkafka sends one per partition batch): no response objects,
         # the answer comes from a template (produce_response.py).
         name = topics[0].name
         data = topics[0].partition_data[0]
-        result = _append(services, name, data.index, data.records, transactional, now)
+        result = _append(services, name, data.index, data.records, transactional, now,
+                         ctx.header.request_api_version)
         if not isinstance(result, PartitionResponse):
             services.fetch_purgatory.check_and_complete((name, data.index))
             header = ctx.header
@@ -153,7 +167,7 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
                                    f"acks must be -1 (all), 0 or 1, not {acks}")
             else:
                 response = append_partition(services, topic.name, data.index, data.records,
-                                            transactional, now)
+                                            transactional, now, ctx.header.request_api_version)
             if response.error_code:
                 failed = True
             else:

@@ -77,6 +77,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
                    str(LONG_MAX), ""),
     TopicConfigDef("max.message.bytes", _T.INT, "message.max.bytes", "1048588",
                    "largest record batch the topic accepts"),
+    TopicConfigDef("message.downconversion.enable", _T.BOOLEAN,
+                   "log.message.downconversion.enable", "true",
+                   "convert records for Fetch v0-3 (magic 0/1); if false they get "
+                   "UNSUPPORTED_VERSION (KIP-283)"),
     TopicConfigDef("message.timestamp.after.max.ms", _T.LONG,
                    "log.message.timestamp.after.max.ms", "3600000", ""),
     TopicConfigDef("message.timestamp.before.max.ms", _T.LONG,

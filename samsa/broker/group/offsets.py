@@ -28,6 +28,8 @@ class PartitionCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    # OffsetCommit v1's explicit commit time; -1 (the default) means "now".
+    commit_timestamp_ms: int = -1
 
 
 def metadata_too_large(metadata: str | None, limit: int) -> bool:

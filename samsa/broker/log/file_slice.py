@@ -54,6 +54,10 @@ class FileSlice:
     def __len__(self) -> int:
         return self.size
 
+    def head(self, size: int) -> FileSlice:
+        """The first ``size`` bytes of this slice (same file)."""
+        return FileSlice(self._handle, self.position, min(size, self.size))
+
     def read(self) -> bytes:
         """The slice's bytes (for paths that cannot use sendfile, and for tests)."""
         fd = self.fileno()

@@ -11,9 +11,10 @@ import enum
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from samsa.broker.log.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -37,6 +38,7 @@ from samsa.broker.log.segment import LogSegment
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidTimestampError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
@@ -61,14 +63,20 @@ from samsa.records import (
     set_log_append_time,
     validate_batch,
 )
-from samsa.records.batch_header import stamp_offset_and_epoch
+from samsa.records.batch_header import (
+    TIMESTAMP_TYPE_MASK,
+    set_max_timestamp,
+    stamp_offset_and_epoch,
+)
 from samsa.records.compression import decompress_scratch
 from samsa.records.scratch import scratch_buffer
-from samsa.records.varint import decode_varint
+from samsa.records.varint import decode_varint, decode_varlong
 
 __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
 
 _INT32 = struct.Struct(">i")
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 _CODECS = {int(c): c for c in Compression}  # a dict lookup, not an Enum call, per batch
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
@@ -86,7 +94,7 @@ class AppendResult:
 
     base_offset: int
     last_offset: int
-    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime (or a duplicate)
     log_start_offset: int
     duplicate: bool = False
 
@@ -116,6 +124,14 @@ _MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key, value, h
 # _walk_records: after this many runs shorter than _SHORT_RUN records, walk one by one.
 _SHORT_RUN = 4
 _MAX_SHORT_RUNS = 3
+# One-byte zigzag varint -> its value + 64 (0..127), order-preserving: the smallest and largest
+# byte of a translated run of one-byte timestamp deltas give the run's smallest and largest.
+_ZIGZAG_RANK = bytes(((b >> 1) ^ -(b & 1)) + 64 if b < 0x80 else 0 for b in range(256))
+# _ABOVE[v + 64]: one-byte zigzag varints whose value exceeds v -> 0x80, the rest -> 0, so that
+# ``run.translate(_ABOVE[v + 64]).isascii()`` says "no delta above v" in two C passes (max()
+# over a run costs ~11 ns a record).
+_ABOVE = tuple(bytes(0x80 if b < 0x80 and _ZIGZAG_RANK[b] > rank else 0 for b in range(256))
+               for rank in range(128))
 
 
 class _BatchPlace(NamedTuple):
@@ -129,9 +145,23 @@ class _BatchPlace(NamedTuple):
         return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
 
 
+def _delta_range(data: bytes | bytearray, first: int, run: int, stride: int,
+                 lo: int, hi: int) -> tuple[int, int]:
+    """(lo, hi) widened by the timestamp deltas at ``first``, ``first + stride``, ... (``run``
+    of them): one record at a time, for runs holding a delta of more than one byte."""
+    for p in range(first, first + run * stride, stride):
+        delta = decode_varlong(data, p)[0]
+        lo = min(lo, delta)
+        hi = max(hi, delta)
+    return lo, hi
+
+
 def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
-                  where: str | _BatchPlace) -> None:
-    """Check that ``data[pos:end]`` holds exactly ``count`` records.
+                  where: str | _BatchPlace, claimed: int = _INT64_MIN,
+                  want_min: bool = True) -> tuple[int, int]:
+    """Check that ``data[pos:end]`` holds exactly ``count`` records; return the smallest and
+    largest record timestamp delta (Kafka's LogValidator recomputes MaxTimestamp from them).
+    The smallest only if ``want_min`` (else a bound of no use).
 
     Kafka's LogValidator iterates every record of a produced batch; this does the part that keeps
     a lying batch out of the log without decoding record bodies: each record is a zigzag varint
@@ -144,9 +174,24 @@ def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
     many copies of the first one as the run has records.  Where runs are short (sizes vary) it
     falls back to one record per step.  Raises CorruptRecordError for a record that does not
     fit, InvalidRecordError for a wrong count or trailing bytes.
+
+    A record body starts with Attributes (one byte), then TimestampDelta (varlong): within a
+    run those deltas' first bytes are strided too, so a run whose deltas all take one byte
+    (timestamps within 64 ms of the base, as a producer's batches usually are) is measured with
+    a slice, a translate and max() rather than a decode per record.  Cheaper still when the
+    header told the truth (the usual case): ``claimed`` is its MaxTimestamp as a delta, and a
+    run with no delta above it costs a translate and a byte search; only if no run holds
+    ``claimed`` are the runs that were only bounded by it measured after all.
     """
     index = 0
     short_runs = 0
+    lo = _INT64_MAX
+    hi = _INT64_MIN
+    # The header's claim, if a one-byte delta: its rank table and zigzag byte.
+    above = _ABOVE[claimed + 64] if -64 <= claimed <= 63 else None
+    claimed_byte = (claimed << 1) ^ (claimed >> 63)
+    claimed_seen = False
+    bounded: list[bytes | bytearray] = []  # runs known only to stay at or below ``claimed``
     try:
         while pos < end:
             # Record length (zigzag varint), one- and two-byte forms inline.
@@ -169,6 +214,12 @@ def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
                 )
             stride = body - pos + length
             if short_runs >= _MAX_SHORT_RUNS:
+                b = data[body + 1]
+                delta = (b >> 1) ^ -(b & 1) if b < 0x80 else decode_varlong(data, body + 1)[0]
+                if delta < lo:  # noqa: PLR1730 -- a compare, not a call, per record
+                    lo = delta
+                if delta > hi:  # noqa: PLR1730
+                    hi = delta
                 pos += stride
                 index += 1
                 continue
@@ -179,7 +230,23 @@ def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
                 run = min(run, len(marks) - len(marks.lstrip(marks[:1])))
             if run < _SHORT_RUN:
                 short_runs += 1
-            pos += run * stride
+            stop = pos + run * stride
+            deltas = data[body + 1 : stop : stride]
+            if not deltas.isascii():  # some delta takes more than one byte
+                lo, hi = _delta_range(data, body + 1, run, stride, lo, hi)
+            else:
+                if want_min:
+                    lo = min(lo, min(deltas.translate(_ZIGZAG_RANK)) - 64)
+                if above is not None and deltas.translate(above).isascii():
+                    if not claimed_seen and claimed_byte in deltas:
+                        claimed_seen = True
+                    elif not claimed_seen:
+                        bounded.append(deltas)
+                elif claimed > 63:
+                    bounded.append(deltas)  # every one-byte delta is below it
+                else:
+                    hi = max(hi, max(deltas.translate(_ZIGZAG_RANK)) - 64)
+            pos = stop
             index += run
     except (IndexError, ValueError) as exc:  # a length varint ran off the data or was over-long
         raise CorruptRecordError(f"{where}: record {index} is malformed ({exc})") from exc
@@ -188,6 +255,79 @@ def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
             f"{where}: header declares {count} records but the batch holds {index}"
             + (" (or trailing bytes that do not form records)" if index > count else "")
         )
+    if claimed_seen:
+        return lo, max(hi, claimed)
+    for deltas in bounded:
+        hi = max(hi, max(deltas.translate(_ZIGZAG_RANK)) - 64)
+    return lo, hi
+
+
+class RecordTimestampError(InvalidTimestampError):
+    """INVALID_TIMESTAMP with ``(batch index, message)`` for each rejected record: the
+    RecordErrors of ProduceResponse v8+ (KIP-467)."""
+
+    def __init__(self, detail: str | None = None,
+                 record_errors: list[tuple[int, str]] | None = None) -> None:
+        super().__init__(detail)
+        self.record_errors = record_errors or []
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.detail, self.record_errors))
+
+
+def _iter_timestamp_deltas(data: bytes | bytearray, pos: int, end: int) -> Iterator[int]:
+    """Each record's TimestampDelta, in order (records already walked by _walk_records)."""
+    while pos < end:
+        length, body = decode_varint(data, pos)
+        yield decode_varlong(data, body + 1)[0]
+        pos = body + length
+
+
+def _checked_max_timestamp(config: LogConfig, header: BatchHeader, lo: int, hi: int,
+                           log_append_time: bool, now: int, data: bytes | bytearray, pos: int,
+                           end: int, where: str | _BatchPlace) -> int:
+    """The batch's MaxTimestamp as Kafka's LogValidator computes it (the largest record
+    timestamp, or ``now`` under LogAppendTime), after its per-record ``validateTimestamp``.
+
+    ``lo``/``hi``: the smallest and largest TimestampDelta.  Only when the bounds they give
+    break message.timestamp.before/after.max.ms are the records checked one by one, to skip
+    records without a timestamp (-1) and to name the offending ones.
+    """
+    if header.attributes & TIMESTAMP_TYPE_MASK:
+        # Flagged LogAppendTime by the producer: each record reads as MaxTimestamp
+        # (DefaultRecordBatch).  Kafka takes that as the records' CreateTime on a CreateTime
+        # topic and refuses it otherwise ("Producer should not set timestamp type to
+        # LogAppendTime").
+        if log_append_time or header.max_timestamp == NO_TIMESTAMP:
+            message = "Producer should not set timestamp type to LogAppendTime"
+            raise RecordTimestampError(
+                f"{where}: the producer set the timestamp type to LogAppendTime, which only the "
+                "broker may set", [(i, message) for i in range(header.records_count)])
+        lo_ts = hi_ts = header.max_timestamp
+    else:
+        # Kafka starts its running max at NO_TIMESTAMP: records all below -1 still give -1.
+        lo_ts, hi_ts = header.base_timestamp + lo, max(header.base_timestamp + hi, NO_TIMESTAMP)
+    if log_append_time:
+        return now
+    after, before = config.timestamp_after_max_ms, config.timestamp_before_max_ms
+    if hi_ts - now <= after and (before >= LONG_MAX or now - lo_ts <= before):
+        return hi_ts
+    errors = []
+    same = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
+    for index, delta in enumerate(_iter_timestamp_deltas(data, pos, end)):
+        ts = same if same is not None else header.base_timestamp + delta
+        if ts != NO_TIMESTAMP and (now - ts > before or ts - now > after):
+            errors.append((index, (f"Timestamp {ts} of record {index} is out of range. The "
+                                   f"timestamp should be within [{now - before}, "
+                                   f"{now + after}]")))
+    if not errors:
+        return hi_ts  # only records without a timestamp were outside the bounds
+    raise RecordTimestampError(
+        f"{where}: {len(errors)} record(s) rejected (message.timestamp.before.max.ms="
+        f"{before}, message.timestamp.after.max.ms={after}), the first: "
+        + "; ".join(message for _, message in errors[:3]),
+        errors,
+    )
 
 
 class Log:
@@ -395,11 +535,11 @@ class Log:
             buf = bytearray(records)
         with self._lock:
             self._check_open()
-            headers = self._validate_client_batches(buf)
             if timestamp_type_override is None:
                 log_append_time = self.config.log_append_time
             else:
                 log_append_time = timestamp_type_override == TimestampType.LOG_APPEND_TIME
+            headers = self._validate_client_batches(buf, log_append_time, now)
             return self._append(buf, headers, leader_epoch, now, log_append_time, client=True)
 
     def append_control_marker(
@@ -428,12 +568,13 @@ class Log:
             )
             return result
 
-    def _validate_client_batches(self, buf: bytearray | memoryview
-                                 ) -> list[tuple[int, BatchHeader]]:
+    def _validate_client_batches(self, buf: bytearray | memoryview, log_append_time: bool,
+                                 now: int) -> list[tuple[int, BatchHeader]]:
         if not buf:
             raise InvalidRecordError("the produce request has no record batches for this partition")
         headers: list[tuple[int, BatchHeader]] = []
         max_bytes = self.config.max_message_bytes
+        want_min = self.config.timestamp_before_max_ms < LONG_MAX and not log_append_time
         pos = 0
         while pos < len(buf):
             remaining = len(buf) - pos
@@ -475,21 +616,30 @@ class Log:
             # Walk the records as Kafka's LogValidator does: the count and size must match them.
             start = pos + RECORD_BATCH_OVERHEAD
             end = pos + header.batch_length + LOG_OVERHEAD
+            section: bytes | bytearray
             if codec == 0:  # uncompressed
                 if type(buf) is memoryview:
                     # Strided slices of a memoryview are slow: walk a copy in scratch space.
                     section = scratch_buffer(end - start)
                     section[: end - start] = buf[start:end]
-                    _walk_records(section, 0, end - start, count, where)
+                    first, last = 0, end - start
                 else:
-                    _walk_records(buf, start, end, count, where)
+                    section, first, last = buf, start, end
             else:
                 try:
-                    section, length = decompress_scratch(_CODECS[codec],
-                                                         memoryview(buf)[start:end])
+                    section, last = decompress_scratch(_CODECS[codec], memoryview(buf)[start:end])
                 except ValueError as exc:
                     raise CorruptRecordError(f"{where}: records do not decompress ({exc})") from exc
-                _walk_records(section, 0, length, count, where)
+                first = 0
+            lo, hi = _walk_records(section, first, last, count, where,
+                                   header.max_timestamp - header.base_timestamp, want_min)
+            # MaxTimestamp is the broker's, never the client's (LogValidator): sarama sends -1.
+            max_timestamp = _checked_max_timestamp(self.config, header, lo, hi, log_append_time,
+                                                   now, section, first, last, where)
+            if not log_append_time and (max_timestamp != header.max_timestamp
+                                        or attributes & TIMESTAMP_TYPE_MASK):
+                set_max_timestamp(buf, pos, False, max_timestamp)  # CRC too
+                header = read_batch_header(buf, pos)
             headers.append((pos, header))
             pos = end
         return headers
@@ -515,10 +665,13 @@ class Log:
             if client and header.producer_id >= 0:
                 duplicate = state.check(header, staged)
                 if duplicate is not None:
+                    # UnifiedLog.append answers a duplicate with the original offsets and sets
+                    # logAppendTime to the original batch's max timestamp, whatever the
+                    # topic's timestamp type.
                     return AppendResult(
                         duplicate.first_offset,
                         duplicate.last_offset,
-                        duplicate.timestamp if log_append_time else -1,
+                        duplicate.timestamp,
                         self._log_start_offset,
                         duplicate=True,
                     )
@@ -682,16 +835,45 @@ class Log:
         return header.max_timestamp, header.base_offset
 
     def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
-        """The (batch-level) offset of the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
+        """ListOffsets MAX_TIMESTAMP (KIP-734) as Kafka 3.8+ answers it (KAFKA-16310,
+        ``UnifiedLog.fetchOffsetByTimestamp``): in the segment with the largest timestamp (the
+        earliest segment on ties), the first batch whose MaxTimestamp is that timestamp, and in
+        it the first record that carries it (``RecordBatch.offsetOfMaxTimestamp``), with the
+        batch's leader epoch.  Segments and time indexes keep the batch ("shallow") offset of
+        their max timestamp, as Kafka's do; the record is found here, at lookup time."""
         with self._lock:
-            best: LogSegment | None = None
-            for segment in self.segments:
-                if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+            self._check_open()
+            best = self.segments[0]
+            for segment in self.segments[1:]:
+                if segment.max_timestamp > best.max_timestamp:
                     best = segment
-            if best is None:
-                return None
-            offset = best.offset_of_max_timestamp
-            return TimestampAndOffset(best.max_timestamp, offset, self._epoch_for(offset))
+            target = best.max_timestamp
+            start = best.offset_index.lookup(best.offset_of_max_timestamp)[1]
+            for batch in best.iter_batches(start, best.size):
+                header = batch.header
+                if header.max_timestamp != target:
+                    continue
+                offset = self._first_record_with(best, batch.position, header, target)
+                if offset is None:
+                    return None
+                epoch = header.partition_leader_epoch
+                return TimestampAndOffset(target, offset, epoch if epoch >= 0 else -1)
+            return None
+
+    @staticmethod
+    def _first_record_with(segment: LogSegment, position: int, header: BatchHeader,
+                           timestamp: int) -> int | None:
+        """Offset of the batch's first record whose timestamp is ``timestamp``."""
+        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            return header.base_offset  # every record reads as the batch's MaxTimestamp
+        data = segment.read_bytes(position, header.size)
+        try:
+            for record in RecordBatch(data, 0, header):
+                if record.timestamp == timestamp:
+                    return record.offset
+        except (CorruptRecordError, ValueError):
+            pass
+        return None
 
     def _epoch_for(self, offset: int) -> int:
         epoch = -1
@@ -762,7 +944,8 @@ class Log:
         self._on_log_start_moved()
 
     def _on_log_start_moved(self) -> None:
-        """Forget producers and leader epochs that lie wholly below the new log start."""
+        """Forget leader epochs and aborted transactions wholly below the new log start
+        (producers stay until they expire, as in Kafka)."""
         start = self._log_start_offset
         self.producer_state.truncate_head(start)
         below = [(e, o) for e, o in self._epochs if o < start]

@@ -66,6 +66,9 @@ class LogSegment:
         self.created_ms = now_ms
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = NO_TIMESTAMP
+        # The last offset of the first batch holding max_timestamp: the "shallow" offset that
+        # Kafka's LogSegment keeps and writes to the time index (shallowOffsetOfMaxTimestampSoFar);
+        # Log.offset_of_max_timestamp finds the record inside that batch.
         self.offset_of_max_timestamp = base_offset
         self._first_batch_timestamp: int | None = None  # for time-based rolls, loaded lazily
         self.next_offset = base_offset

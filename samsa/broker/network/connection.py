@@ -22,6 +22,8 @@ import time
 from collections import deque
 from typing import Any
 
+from samsa.broker.log.down_conversion import LazyDownConversionRecords
+
 __all__ = ["Connection", "FrameSizeError", "Outgoing"]
 
 READ_BUFFER_BYTES = 64 * 1024
@@ -84,6 +86,8 @@ class Outgoing:
         return sent == wanted
 
     def _send_external(self, sock: socket.socket, chunk: Any) -> bool:
+        if type(chunk) is LazyDownConversionRecords:
+            return self._send_lazy(sock, chunk)
         size = len(chunk)
         remaining = size - self.offset
         if remaining <= 0:
@@ -109,6 +113,20 @@ class Outgoing:
             self.offset = 0
             return True
         return False
+
+    def _send_lazy(self, sock: socket.socket, chunk: LazyDownConversionRecords) -> bool:
+        """Fetch v0-3 records: converted a chunk at a time, each chunk sent before the next
+        is made (down_conversion.py), so memory stays bounded."""
+        while True:
+            piece = chunk.pending()
+            if not piece:
+                self.index += 1
+                self.offset = 0
+                return True
+            sent = sock.send(piece)
+            chunk.consume(sent)
+            if sent < len(piece):
+                return False
 
     def _advance(self, sent: int) -> None:
         chunks = self.chunks

@@ -48,6 +48,7 @@ from typing import Any
 from samsa.broker.handler_pool import handler_failed, run_next_on_this_thread
 from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
+from samsa.broker.unsupported_versions import log_unsupported_version
 from samsa.errors import UnsupportedVersionError
 from samsa.protocol import (
     APIS,
@@ -341,7 +342,9 @@ class Processor:
         try:
             body = decode_request_body(header, payload, pos)
         except UnsupportedVersionError as exc:
-            self._protocol_error(conn, str(exc))
+            log_unsupported_version(log, conn.client_host, header.client_id, key, version,
+                                    conn.id)
+            self.close_connection(conn, str(exc))
             return False
         except ProtocolDecodeError as exc:
             self._protocol_error(

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from samsa.broker.apis import ADVERTISED, SERVED
 from samsa.protocol import APIS, ApiVersionsRequest, MetadataRequest, ProduceRequest
 
@@ -10,6 +12,26 @@ EXPECTED = {0: (0, 12), 1: (4, 12), 2: (1, 9), 3: (0, 12), 8: (2, 9), 9: (1, 9),
             11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5),
             18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4),
             32: (1, 4), 37: (0, 3), 42: (0, 2), 60: (0, 1)}
+# Issue 11's admin calls, at Kafka 3.9's ranges.
+EXPECTED.update({33: (0, 2), 35: (0, 4), 44: (0, 1), 47: (0, 0), 61: (0, 0), 75: (0, 0)})
+# Issue 11: the old versions Kafka 3.9 still serves (KIP-896 removed them in 4.0).
+EXPECTED.update({0: (0, 12), 1: (0, 12), 2: (0, 9), 8: (0, 9), 9: (0, 9), 19: (0, 7),
+                 20: (0, 6), 23: (0, 4), 32: (0, 4)})
+# Kafka 3.9.1's valid request versions (clients/src/main/resources/common/message/*Request.json)
+# for the APIs samsa implements.
+KAFKA_3_9 = {0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6),
+             11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4),
+             19: (0, 7), 20: (0, 6), 21: (0, 2), 22: (0, 5), 23: (0, 4), 32: (0, 4), 33: (0, 2),
+             35: (0, 4), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 1), 61: (0, 0),
+             75: (0, 0)}
+
+
+def test_every_version_kafka_3_9_serves_is_served() -> None:
+    """Old clients (kafka-python pinned to 0.9/0.10.1, sarama 1.22, kafka-go 0.2) need the low
+    versions; the high end may differ (Fetch stops at 12 until topic ids are served)."""
+    for key, (lo, hi) in SERVED.items():
+        assert lo == KAFKA_3_9[key][0], APIS[key].name
+        assert ADVERTISED[key] == (lo, hi)
 
 
 def _ranges(response) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
@@ -70,9 +92,25 @@ def test_unknown_api_versions_version_answers_v0_unsupported(client: Any) -> Non
 
 
 def test_unserved_versions_close_the_connection(client: Any) -> None:
-    # Produce v0-2 is advertised (for librdkafka) but not served, as in Kafka 4.
-    assert client.send(ProduceRequest(acks=1, timeout_ms=1000), 2).outcome == "close"
+    # Declared by the codec, not served (Produce/Fetch 13+ address topics by id).
+    assert client.send(ProduceRequest(acks=1, timeout_ms=1000), 12,
+                       raw_version=13).outcome == "close"
     assert client.send(MetadataRequest(topics=[]), 0, raw_version=13).outcome == "close"
+
+
+def test_unserved_versions_are_logged_once_per_client_and_version(
+        client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG", logger="samsa.broker.apis.kafka_apis")
+    for _ in range(3):
+        assert client.send(MetadataRequest(topics=[]), 0, raw_version=14,
+                           client_id="once").outcome == "close"
+    client.send(MetadataRequest(topics=[]), 0, raw_version=15, client_id="once")
+    client.send(MetadataRequest(topics=[]), 0, raw_version=14, client_id="another")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 3, warned  # (once, 14), (once, 15), (another, 14)
+    assert sum("version 14" in m for m in warned) == 2
+    assert len([r for r in caplog.records if r.levelname == "DEBUG"
+                and "not supported" in r.getMessage()]) == 2
 
 
 def test_unknown_api_key_closes_the_connection(client: Any) -> None:
