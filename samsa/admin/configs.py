@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from samsa.admin.errors import topic_error
-from samsa.admin.types import ConfigResource, ConfigResourceType
+from samsa.admin.messages import config_resource_result
+from samsa.admin.types import ConfigResource
 from samsa.errors import KafkaError
 from samsa.protocol import APIS, Message
 
@@ -75,15 +75,6 @@ def parse_alter_configs(response: Any) -> dict[ConfigResource, None | KafkaError
     """None per altered resource, or the error that refused it (both APIs answer alike)."""
     out: dict[ConfigResource, None | KafkaError] = {}
     for r in response.responses:
-        try:
-            rtype = ConfigResourceType(r.resource_type)
-        except ValueError:
-            rtype = ConfigResourceType.UNKNOWN
-        resource = ConfigResource(rtype, r.resource_name)
-        if r.error_code:
-            what = rtype.name.lower().replace("_", " ")
-            out[resource] = topic_error(r.error_code, r.error_message, r.resource_name,
-                                        "alter the configs of", what=what)
-        else:
-            out[resource] = None
+        resource, error = config_resource_result(r, "alter the configs of")
+        out[resource] = error
     return out

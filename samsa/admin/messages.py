@@ -211,19 +211,28 @@ def describe_configs_request(version: int, resources: Sequence[ConfigResource],
              include_synonyms=include_synonyms)
 
 
+def config_resource_result(r: Any, action: str) -> tuple[ConfigResource, KafkaError | None]:
+    """The resource a per-resource configs answer names, and its error (None if it has none);
+    ``action`` ends the error's sentence ("describe the configs of" the topic ...)."""
+    try:
+        rtype = ConfigResourceType(r.resource_type)
+    except ValueError:
+        rtype = ConfigResourceType.UNKNOWN
+    resource = ConfigResource(rtype, r.resource_name)
+    if not r.error_code:
+        return resource, None
+    what = rtype.name.lower().replace("_", " ")
+    return resource, topic_error(r.error_code, r.error_message, r.resource_name, action,
+                                 what=what)
+
+
 def parse_describe_configs(
         version: int, response: Any) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
     out: dict[ConfigResource, dict[str, ConfigEntry] | KafkaError] = {}
     for r in response.results:
-        try:
-            rtype = ConfigResourceType(r.resource_type)
-        except ValueError:
-            rtype = ConfigResourceType.UNKNOWN
-        resource = ConfigResource(rtype, r.resource_name)
-        if r.error_code:
-            what = rtype.name.lower().replace("_", " ")
-            out[resource] = topic_error(r.error_code, r.error_message, r.resource_name,
-                                        "describe the configs of", what=what)
+        resource, error = config_resource_result(r, "describe the configs of")
+        if error is not None:
+            out[resource] = error
             continue
         entries: dict[str, ConfigEntry] = {}
         for c in r.configs:

@@ -8,22 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.apis.config_changes import (
-    ALTER_LOCK,
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     ConfigOp,
     OpType,
     alter_broker,
+    alter_each_resource,
     alter_topic,
     broker_layer,
     check_ops,
-    check_resources,
     unsupported_type,
 )
 from samsa.broker.apis.context import RequestContext
-from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import InvalidRequestError, KafkaError
 from samsa.protocol import AlterConfigsResponse
 
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
@@ -41,20 +38,7 @@ def _alter(services: BrokerServices, resource: Any, validate_only: bool) -> None
         raise unsupported_type(rtype)
 
 
-def handle_alter_configs(services: BrokerServices, ctx: RequestContext) -> AlterConfigsResponse:
-    req = ctx.body
-    duplicates = check_resources((r.resource_type, r.resource_name) for r in req.resources)
-    responses = []
-    for resource in req.resources:
-        code, message = 0, None
-        try:
-            if (resource.resource_type, resource.resource_name) in duplicates:
-                raise InvalidRequestError("Each resource must appear at most once.")
-            with ALTER_LOCK:
-                _alter(services, resource, bool(req.validate_only))
-        except KafkaError as exc:
-            code, message = code_for(exc, "AlterConfigs"), message_for(exc)
-        responses.append(Result(error_code=code, error_message=message,
-                                resource_type=resource.resource_type,
-                                resource_name=resource.resource_name))
+def handle_alter_configs(services: BrokerServices,
+                         ctx: RequestContext) -> AlterConfigsResponse:
+    responses = alter_each_resource(services, ctx.body, "AlterConfigs", _alter, Result)
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_configs import (
     TOPIC_CONFIGS,
@@ -159,3 +161,26 @@ def alter_broker(services: BrokerServices, per_broker: bool, configs: Mapping[st
 
 def unsupported_type(resource_type: int) -> KafkaError:
     return InvalidRequestError(f"Unknown resource type {resource_type}")
+
+
+def alter_each_resource(services: BrokerServices, request: Any, api_name: str,
+                        alter: Callable[[BrokerServices, Any, bool], None],
+                        result: Callable[..., Any]) -> list[Any]:
+    """Run ``alter`` on every resource of an (Incremental)AlterConfigs request under
+    ALTER_LOCK and answer each with its own error: one failing leaves the others applied."""
+    duplicates = check_resources((r.resource_type, r.resource_name) for r in request.resources)
+    validate_only = bool(request.validate_only)
+    responses = []
+    for resource in request.resources:
+        code, message = 0, None
+        try:
+            if (resource.resource_type, resource.resource_name) in duplicates:
+                raise InvalidRequestError("Each resource must appear at most once.")
+            with ALTER_LOCK:
+                alter(services, resource, validate_only)
+        except KafkaError as exc:
+            code, message = code_for(exc, api_name), message_for(exc)
+        responses.append(result(error_code=code, error_message=message,
+                                resource_type=resource.resource_type,
+                                resource_name=resource.resource_name))
+    return responses
