@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from samsa.protocol.api_keys import ApiKey
 from samsa.protocol.apis import APIS, APIS_BY_NAME, api_for
 from samsa.protocol.frames import (
     RequestHeader,
@@ -30,7 +31,7 @@ from samsa.protocol.schema import Api
 from samsa.protocol.types import ProtocolDecodeError
 
 __all__ = [
-    "APIS", "APIS_BY_NAME", "Api", "Message", "ProtocolDecodeError", "RequestHeader",
+    "APIS", "APIS_BY_NAME", "Api", "ApiKey", "Message", "ProtocolDecodeError", "RequestHeader",
     "ResponseHeader", "api_for", "decode_body", "decode_request", "decode_request_body",
     "decode_request_header", "decode_response", "encode_body", "encode_request",
     "encode_response", "encode_response_bytes", "peek_correlation_id",
