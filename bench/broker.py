@@ -3,7 +3,7 @@
     .venv/bin/python bench/broker.py [--records N] [--fetch-records M] [--profile FILE]
 
 Both brokers run in their own process (``samsa broker`` and ``python -m
-samsa.testing.mock_cluster --brokers 1``) so the client here never shares a GIL with them.
+tests.support.mock_cluster --brokers 1``) so the client here never shares a GIL with them.
 
 Produce: a confluent-kafka producer sends N records (default 1,000,000) of 100-byte values with
 null keys to a 4-partition topic, acks=1, linger.ms=5, for codecs none and lz4 and batch.size
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VALUE_SIZE = 100
 PRODUCE_PARTITIONS = 4
 FETCH_PARTITIONS = 16
@@ -89,10 +90,12 @@ def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
 
 @contextmanager
 def mock_cluster(topics: list[tuple[str, int]]) -> Iterator[Server]:
-    cmd = [sys.executable, "-m", "samsa.testing.mock_cluster", "--brokers", "1"]
+    cmd = [sys.executable, "-m", "tests.support.mock_cluster", "--brokers", "1"]
     for name, partitions in topics:
         cmd += ["--topic", f"{name}:{partitions}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # The mock's driver lives in the test tree: run it from the repository root.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            cwd=REPO_ROOT)
     assert proc.stdout is not None
     bootstrap = proc.stdout.readline().strip()
     if not bootstrap:

@@ -1,12 +1,14 @@
 """Samsa: Apache Kafka's producer architecture rebuilt in Python."""
 
-__version__ = "0.1.0"
+from samsa._version import __version__
 
 __all__ = ["KafkaConsumer", "KafkaProducer", "RecordMetadata", "__version__"]
 
 
 def __getattr__(name: str) -> object:
-    # Lazy, so that `import samsa` stays cheap (the CLI, the broker).
+    # The user-facing shortcuts, lazy so that `import samsa` stays cheap (the CLI, the broker)
+    # and so that importing any lower package (samsa.net, samsa.records, ...) never pulls in
+    # the clients; code inside samsa imports the defining modules, never these names.
     if name in ("KafkaProducer", "RecordMetadata"):
         from samsa.producer import producer
 

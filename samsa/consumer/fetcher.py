@@ -361,9 +361,6 @@ class Fetcher:
                 remaining -= len(records)
         return out
 
-    def has_buffered(self) -> bool:
-        return bool(self.completed) or (self._current is not None and not self._current.consumed)
-
     def clear_buffered(self, keep: Callable[[TopicPartition], bool] | None = None) -> None:
         if keep is None:
             self.completed.clear()

@@ -6,7 +6,7 @@ complete frame and keep the tail; a frame larger than what has arrived gets its 
 the rest of it is read into directly (``recv_into``), so big fetch responses are not copied
 twice.  Frames that sit entirely inside one read chunk are handed out as zero-copy memoryviews.
 
-Writes: the seeds' Java client holds one in-progress Send per channel; here the channel keeps a
+Writes: Kafka's Java KafkaChannel holds one in-progress Send per channel; here the channel keeps a
 FIFO of sends with the partial-write offset of the head, and writes as many of them as the socket
 accepts with one gather ``sendmsg`` call.  A send is ``completed`` once its last byte has been
 handed to the kernel, which is what ``InFlightRequests.can_send_more`` asks about.

@@ -139,9 +139,6 @@ class ClusterConnectionStates:
         s = self._states.get(node_id)
         return s is not None and s.state is _DISCONNECTED
 
-    def has_ready_nodes(self) -> bool:
-        return any(s.state is _READY for s in self._states.values())
-
     def last_connect_attempt_ms(self, node_id: int) -> float:
         s = self._states.get(node_id)
         return s.last_connect_attempt_ms if s is not None else 0.0

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from samsa.net.client import ClientRequest
+from samsa.net.request import ClientRequest
 
 
 class InFlightRequests:

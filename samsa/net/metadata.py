@@ -1,6 +1,6 @@
 """Metadata: the client's versioned, thread-safe cache of cluster metadata.
 
-The producer's seeds flow: ``send()`` on a caller thread adds its topic (``add``), asks for an
+The producer's flow, as Java's KafkaProducer.waitOnMetadata: ``send()`` on a caller thread adds its topic (``add``), asks for an
 update (``request_update_for_topic``) and blocks in ``await_update(version, max_block_ms)``; the
 Sender thread's NetworkClient sees the update is due (``time_to_next_update``), sends a
 MetadataRequest, and hands the response to ``update`` which swaps in a new immutable ``Cluster``,
@@ -104,15 +104,8 @@ class Metadata:
     def update_version(self) -> int:
         return self._update_version
 
-    @property
-    def last_successful_update_ms(self) -> float:
-        return self._last_successful_refresh_ms
-
     def topics(self) -> list[str]:
         return list(self._topics)
-
-    def contains_topic(self, topic: str) -> bool:
-        return topic in self._topics
 
     def topic_error(self, topic: str) -> KafkaError | None:
         """The error the last response gave for ``topic`` (None if it was fine or absent)."""
@@ -341,10 +334,6 @@ class Metadata:
             if fatal and error is not None:
                 self._fatal_error = error
                 self._cond.notify_all()
-
-    def clear_fatal_error(self) -> None:
-        with self._cond:
-            self._fatal_error = None
 
     # -- waiting -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Selector: all of the client's connections, driven by one non-blocking ``poll``.
 
-As in the seeds' Kafka Selector, nothing touches a socket outside ``connect``, ``send`` and
+As in Kafka's Java ``Selector`` (org.apache.kafka.common.network), nothing touches a socket outside ``connect``, ``send`` and
 ``poll``.  ``poll(timeout_ms)`` clears the previous round's results, waits for socket events
 (or a ``wakeup()`` from another thread), finishes connects, reads complete frames, writes
 queued sends, and leaves the round's results in four attributes:
@@ -44,12 +44,6 @@ class IdleConnectionClosed(KafkaConnectionError):
     """The Selector closed a connection idle longer than connections.max.idle.ms."""
 
     name = "IDLE_CONNECTION_CLOSED"
-
-
-class LocalClose(KafkaConnectionError):
-    """The client closed the connection itself."""
-
-    name = "LOCAL_CLOSE"
 
 
 class Selector:

@@ -1,6 +1,6 @@
 """The 61-byte header of a magic-v2 record batch: constants, parsing, validation, in-place rewrites.
 
-Layout (all big-endian; notes §2.1):
+Layout (all big-endian; Kafka's DefaultRecordBatch):
 
     0 BaseOffset int64 · 8 BatchLength int32 · 12 PartitionLeaderEpoch int32 · 16 Magic int8
     17 CRC uint32 (CRC-32C of bytes 21..end) · 21 Attributes int16 · 23 LastOffsetDelta int32
@@ -324,7 +324,7 @@ def read_produce_check_fields(buf: bytes | bytearray | memoryview, pos: int = 0
                               ) -> tuple[int, int, int, int]:
     """(BatchLength, Attributes, BaseTimestamp, MaxTimestamp) of the batch at ``pos`` with one
     struct call, for the broker's request-level checks (no BatchHeader built)."""
-    return _PRODUCE_CHECK.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)  # type: ignore[return-value]
+    return _PRODUCE_CHECK.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)
 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:

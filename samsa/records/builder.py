@@ -1,4 +1,4 @@
-"""Building magic-v2 record batches (notes §2.1-2.2).
+"""Building magic-v2 record batches (Kafka's DefaultRecordBatch and DefaultRecord).
 
 The producer appends one record at a time on the caller's thread, so ``append`` is the hot path:
 it encodes the record straight into one growing bytearray, looks small varints up in a table and

@@ -1,4 +1,4 @@
-"""Control batches: the transaction markers a coordinator writes (notes §2.3).
+"""Control batches: the transaction markers a coordinator writes (Kafka's ControlRecordType, EndTxnMarker).
 
 A control batch has attributes transactional|control and one record whose key is
 ``int16 version (0) + int16 type`` and, for COMMIT/ABORT, whose value is the EndTxnMarker

@@ -1,4 +1,4 @@
-"""Reading legacy message sets, magic v0 and v1 (notes §2.4). Read-side only.
+"""Reading legacy message sets, magic v0 and v1 (Kafka's LegacyRecord). Read-side only.
 
 A log entry is ``int64 Offset, int32 MessageSize, Message`` where Message is
 ``uint32 Crc (CRC-32 of Magic..end), int8 Magic, int8 Attributes, [int64 Timestamp (v1)],

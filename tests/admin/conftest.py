@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,9 +44,9 @@ class FaultyApis(KafkaApis):
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path / "data", port=0, apis_factory=FaultyApis) as b:
-        yield b
+def broker(make_broker: Callable[..., Broker]) -> Broker:
+    """A broker of each test's own: tests count topics and inject faults."""
+    return make_broker(apis_factory=FaultyApis)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from samsa.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 METADATA = 3
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -16,10 +15,8 @@ from samsa.producer.producer import KafkaProducer
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path / "data", port=0,
-                config={"group.initial.rebalance.delay.ms": 0}) as b:
-        yield b
+def broker(make_broker: Callable[..., Broker]) -> Broker:
+    return make_broker({"group.initial.rebalance.delay.ms": 0})
 
 
 def test_list_describe_offsets_delete(broker: Broker) -> None:

@@ -1,7 +1,6 @@
 """Fixtures for testing the broker against real peers.
 
-* ``broker``: a ``Broker`` in this process, in a tmp dir, shared by a test module (tests use
-  their own topics).  Auto-created topics get 4 partitions.
+* ``broker`` (tests/conftest.py): auto-created topics get 4 partitions here.
 * ``broker_process``: a factory for ``samsa broker`` subprocesses (``BrokerProcess``) that a
   test can SIGKILL and restart on the same data dir and port -- for crash tests, where an
   in-process broker cannot die uncleanly.
@@ -23,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from samsa.broker import Broker
 from samsa.protocol import (
     CreateTopicsRequest,
     ListOffsetsRequest,
@@ -36,11 +34,8 @@ HOST = "127.0.0.1"
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with Broker(tmp_path_factory.mktemp("broker"), port=0, host=HOST,
-                config={"num.partitions": 4}) as b:
-        b.wait_until_ready()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return {"num.partitions": 4}
 
 
 # --- a raw protocol client --------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -115,11 +115,9 @@ def test_confluent_alter_configs_errors(broker: Broker) -> None:
 
 
 @pytest.fixture
-def own_broker(tmp_path: Any) -> Iterator[Broker]:
+def own_broker(make_broker: Callable[..., Broker]) -> Broker:
     """A broker of its own: dynamic broker configs would leak into the shared one."""
-    with Broker(tmp_path / "data", port=0, host=HOST) as b:
-        b.wait_until_ready()
-        yield b
+    return make_broker()
 
 
 def test_confluent_dynamic_broker_config(own_broker: Broker) -> None:

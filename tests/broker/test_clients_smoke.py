@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,11 +17,8 @@ from samsa.broker import Broker
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: Any) -> Iterator[Broker]:
-    with Broker(tmp_path_factory.mktemp("smoke"), port=0,
-                config={"num.partitions": 1}) as b:
-        b.wait_until_ready()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return {"num.partitions": 1}
 
 
 def _kcat(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

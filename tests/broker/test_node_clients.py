@@ -26,7 +26,7 @@ import json
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,10 @@ def run_peer(node: Path, client: str, command: str, config: dict[str, Any]) -> d
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+def broker_config() -> dict[str, Any]:
     # No initial rebalance delay: each test joins a fresh group twice, and 3 s a join
     # (Kafka's default) is only waiting.
-    with Broker(tmp_path_factory.mktemp("broker"), port=0, host="127.0.0.1",
-                config={"num.partitions": PARTITIONS,
-                        "group.initial.rebalance.delay.ms": 0}) as b:
-        b.wait_until_ready()
-        yield b
+    return {"num.partitions": PARTITIONS, "group.initial.rebalance.delay.ms": 0}
 
 
 # --- reading back with another peer ---------------------------------------------------------

@@ -14,7 +14,6 @@ import socket
 import struct
 import time
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,12 +31,9 @@ COUNT = 50
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+def broker_config() -> dict[str, Any]:
     # No initial rebalance delay: each test's groups join at once (two joins per test).
-    with Broker(tmp_path_factory.mktemp("broker"), port=0, host="127.0.0.1",
-                config={"num.partitions": 2, "group.initial.rebalance.delay.ms": 0}) as b:
-        b.wait_until_ready()
-        yield b
+    return {"num.partitions": 2, "group.initial.rebalance.delay.ms": 0}
 
 PINNED = {"0.9": (0, 9), "0.10.1": (0, 10, 1)}
 CASES = [(pinned, codec) for pinned in PINNED for codec in (None, "gzip", "snappy", "lz4")]

@@ -5,7 +5,7 @@ The peers -- kcat (librdkafka 2.0.2), confluent-kafka (librdkafka 2.16), kafka-p
 aiokafka 0.14 -- were not written here, so they catch protocol mistakes our own tests would
 share with our own code.  Compression is checked where it matters: in the batches the broker
 stored (read from its segment files), since librdkafka 2.0.2 silently sends uncompressed
-batches when the advertised versions do not pass its feature checks (notes §1.5).
+batches when the advertised versions do not pass its feature checks (rdkafka_feature.c).
 
 Each peer must be installed; a missing one fails the test, it never skips.
 """

@@ -133,18 +133,25 @@ class Sarama:
 
 
 @pytest.fixture(scope="module")
-def proxied_broker(tmp_path_factory: pytest.TempPathFactory
-                   ) -> Iterator[tuple[Broker, RecordingProxy]]:
+def proxy() -> Iterator[RecordingProxy]:
     proxy = RecordingProxy(keep_responses=frozenset({FETCH_KEY}))
-    config = {"num.partitions": PARTITIONS, "group.initial.rebalance.delay.ms": 0,
-              "advertised.listeners": f"PLAINTEXT://{HOST}:{proxy.port}"}
     try:
-        with Broker(tmp_path_factory.mktemp("broker"), port=0, host=HOST, config=config) as b:
-            proxy.upstream_port = b.port
-            b.wait_until_ready()
-            yield b, proxy
+        yield proxy
     finally:
         proxy.close()
+
+
+@pytest.fixture(scope="module")
+def broker_config(proxy: RecordingProxy) -> dict[str, Any]:
+    # The broker advertises the proxy, so sarama's every connection goes through it.
+    return {"num.partitions": PARTITIONS, "group.initial.rebalance.delay.ms": 0,
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{proxy.port}"}
+
+
+@pytest.fixture(scope="module")
+def proxied_broker(broker: Broker, proxy: RecordingProxy) -> tuple[Broker, RecordingProxy]:
+    proxy.upstream_port = broker.port
+    return broker, proxy
 
 
 @pytest.fixture

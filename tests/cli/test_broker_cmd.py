@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.protocol import ApiVersionsRequest, decode_response, encode_request
+from samsa.protocol import ApiKey, ApiVersionsRequest, decode_response, encode_request
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -46,7 +46,7 @@ def api_versions_error_code(host: str, port: int) -> int:
             chunk = sock.recv(65536)
             assert chunk
             data += chunk
-    return int(decode_response(18, 0, data[4:])[1].error_code)
+    return int(decode_response(ApiKey.API_VERSIONS, 0, data[4:])[1].error_code)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import click
 import pytest
@@ -16,11 +15,12 @@ from samsa.cli.configs_cmd import parse_add_config
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path / "data", port=0) as b:
-        with AdminClient(bootstrap_servers=b.bootstrap_servers) as admin:
-            admin.create_topics([NewTopic("orders", 2)])
-        yield b
+def broker(make_broker: Callable[..., Broker]) -> Broker:
+    """A broker of each test's own (tests alter broker configs) with topic "orders"."""
+    b = make_broker()
+    with AdminClient(bootstrap_servers=b.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("orders", 2)])
+    return b
 
 
 def configs(broker: Broker, *args: str) -> Result:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -23,19 +23,24 @@ PER_PARTITION = 10
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    data = tmp_path_factory.mktemp("consume") / "data"
-    with Broker(data_dir=data, port=0, config={"group.initial.rebalance.delay.ms": 0}) as b:
-        with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
-            admin.create_topics([NewTopic("lines", num_partitions=PARTITIONS), NewTopic("empty", 1)])
-        producer = KafkaProducer({"bootstrap.servers": b.bootstrap_servers, "linger.ms": 0})
-        for p in range(PARTITIONS):
-            for i in range(PER_PARTITION):
-                producer.send("lines", f"v{p}-{i}".encode(), key=f"k{p}-{i}".encode(), partition=p)
-        producer.send("lines", None, key=b"tombstone", partition=0)
-        producer.flush()
-        producer.close()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return {"group.initial.rebalance.delay.ms": 0}
+
+
+@pytest.fixture(scope="module")
+def broker(broker: Broker) -> Broker:
+    """The module's broker with topics "lines" (filled) and "empty"."""
+    bootstrap = broker.bootstrap_servers
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic("lines", num_partitions=PARTITIONS), NewTopic("empty", 1)])
+    producer = KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for p in range(PARTITIONS):
+        for i in range(PER_PARTITION):
+            producer.send("lines", f"v{p}-{i}".encode(), key=f"k{p}-{i}".encode(), partition=p)
+    producer.send("lines", None, key=b"tombstone", partition=0)
+    producer.flush()
+    producer.close()
+    return broker
 
 
 def consume(broker: Broker, *args: str) -> Result:

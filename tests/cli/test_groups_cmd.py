@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner, Result
@@ -19,15 +18,15 @@ from samsa.producer.producer import KafkaProducer
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path / "data", port=0,
-                config={"group.initial.rebalance.delay.ms": 0}) as b:
-        with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
-            admin.create_topics([NewTopic("orders", num_partitions=2)])
-        with KafkaProducer({"bootstrap.servers": b.bootstrap_servers}) as producer:
-            for i in range(10):
-                producer.send("orders", b"x", partition=i % 2)
-        yield b
+def broker(make_broker: Callable[..., Broker]) -> Broker:
+    """A broker of each test's own (tests list every group) with topic "orders" filled."""
+    b = make_broker({"group.initial.rebalance.delay.ms": 0})
+    with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic("orders", num_partitions=2)])
+    with KafkaProducer({"bootstrap.servers": b.bootstrap_servers}) as producer:
+        for i in range(10):
+            producer.send("orders", b"x", partition=i % 2)
+    return b
 
 
 def groups(broker: Broker, *args: str) -> Result:

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from samsa.cli import main
 from samsa.cli.perf_cmd import Stats, Throttler
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 
 def test_perf_produce_reports_throughput_and_percentiles() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -19,17 +19,21 @@ SIZE = 100
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+def broker_config() -> dict[str, Any]:
+    return {"group.initial.rebalance.delay.ms": 0}
+
+
+@pytest.fixture(scope="module")
+def broker(broker: Broker) -> Broker:
+    """The module's broker with topic "load" filled."""
     from samsa.producer.producer import KafkaProducer
 
-    data = tmp_path_factory.mktemp("perf-consume") / "data"
-    with Broker(data_dir=data, port=0, config={"group.initial.rebalance.delay.ms": 0}) as b:
-        with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
-            admin.create_topics([NewTopic("load", num_partitions=2)])
-        with KafkaProducer({"bootstrap.servers": b.bootstrap_servers}) as producer:
-            for i in range(RECORDS):
-                producer.send("load", b"v" * SIZE, partition=i % 2)
-        yield b
+    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic("load", num_partitions=2)])
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for i in range(RECORDS):
+            producer.send("load", b"v" * SIZE, partition=i % 2)
+    return broker
 
 
 def perf(broker: Broker, *args: str) -> Result:

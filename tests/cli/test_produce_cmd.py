@@ -7,8 +7,8 @@ from click.testing import CliRunner
 from samsa.cli import main
 from samsa.cli.produce_cmd import parse_properties, split_line
 from samsa.producer.partitioner import partition_for_key
-from samsa.testing.mock_cluster import MockCluster
 from tests.producer.test_producer_mock import read_back
+from tests.support.mock_cluster import MockCluster
 
 
 def test_split_line() -> None:

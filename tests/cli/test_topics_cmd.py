@@ -6,8 +6,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner, Result
@@ -15,13 +14,13 @@ from click.testing import CliRunner, Result
 from samsa.admin import AdminClient
 from samsa.broker import Broker
 from samsa.cli import main
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path / "data", port=0) as b:
-        yield b
+def broker(make_broker: Callable[..., Broker]) -> Broker:
+    """A broker of each test's own: tests list every topic."""
+    return make_broker()
 
 
 def topics(bootstrap: str, *args: str) -> Result:

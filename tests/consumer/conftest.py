@@ -1,8 +1,8 @@
-"""Fixtures: an in-process samsa broker and a confluent-kafka producer helper."""
+"""Fixtures: the shared broker's settings here, and a confluent-kafka producer helper."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,15 +10,10 @@ from confluent_kafka import Producer
 
 from samsa.broker import Broker
 
-HOST = "127.0.0.1"
-
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with Broker(tmp_path_factory.mktemp("broker"), port=0, host=HOST,
-                config={"num.partitions": 3}) as b:
-        b.wait_until_ready()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return {"num.partitions": 3}
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +17,9 @@ from confluent_kafka import Consumer, Producer
 
 from samsa.broker import Broker
 from samsa.consumer import KafkaConsumer, TopicPartition
-from samsa.consumer.versions import (
-    FIND_COORDINATOR,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-    group_api_version,
-)
+from samsa.consumer.versions import group_api_version
 from samsa.net.api_versions import NodeApiVersions
+from samsa.protocol import ApiKey
 
 HOST = "127.0.0.1"
 BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 500,
@@ -35,11 +27,8 @@ BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeo
 
 
 @pytest.fixture(scope="module")
-def gbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with Broker(tmp_path_factory.mktemp("gbroker"), port=0, host=HOST,
-                config=BROKER_CONFIG) as b:
-        b.wait_until_ready()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return BROKER_CONFIG
 
 
 def conf(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
@@ -112,17 +101,18 @@ def wait_for(cond: Callable[[], bool], what: str, polls: int = 600) -> None:
 def test_group_api_versions_per_broker() -> None:
     real = NodeApiVersions({18: (0, 4), 11: (0, 9), 14: (0, 5), 13: (0, 5), 12: (0, 4),
                             8: (2, 9), 9: (1, 9), 10: (0, 6)})
-    assert group_api_version(real, JOIN_GROUP) == 9
-    assert group_api_version(real, LEAVE_GROUP) == 5
+    assert group_api_version(real, ApiKey.JOIN_GROUP) == 9
+    assert group_api_version(real, ApiKey.LEAVE_GROUP) == 5
     # librdkafka's mock: ApiVersions 0-2, yet JoinGroup 0-6, SyncGroup 0-4, LeaveGroup 0-4.
     mock = NodeApiVersions({18: (0, 2), 11: (0, 6), 14: (0, 4), 13: (0, 4), 12: (0, 5),
                             8: (0, 9), 9: (0, 6), 10: (0, 3)})
-    assert [group_api_version(mock, k) for k in (JOIN_GROUP, SYNC_GROUP, LEAVE_GROUP, HEARTBEAT)] \
+    assert [group_api_version(mock, k) for k in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
+                                                 ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT)] \
         == [5, 3, 2, 3]
 
 
-def test_highest_versions_and_commit_async(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_highest_versions_and_commit_async(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "gv", 120)
     done: list[tuple[dict[TopicPartition, Any], Exception | None]] = []
     c = KafkaConsumer(conf(bs, "g-versions"))
@@ -144,19 +134,20 @@ def test_highest_versions_and_commit_async(gbroker: Broker) -> None:
         committed = c.committed([tp])[tp]
         assert committed is not None and committed.offset == 10
         for _ in range(100):
-            if HEARTBEAT in c._coordinator.versions_used:
+            if ApiKey.HEARTBEAT in c._coordinator.versions_used:
                 break
             c.poll(0.05)
     finally:
         c.close()
     used = c._coordinator.versions_used
-    assert used[JOIN_GROUP] == 9 and used[SYNC_GROUP] == 5 and used[OFFSET_COMMIT] == 9
-    assert used[OFFSET_FETCH] == 9 and used[FIND_COORDINATOR] == 6 and used[LEAVE_GROUP] == 5
-    assert used[HEARTBEAT] == 4
+    assert used[ApiKey.JOIN_GROUP] == 9 and used[ApiKey.SYNC_GROUP] == 5
+    assert used[ApiKey.OFFSET_COMMIT] == 9 and used[ApiKey.OFFSET_FETCH] == 9
+    assert used[ApiKey.FIND_COORDINATOR] == 6 and used[ApiKey.LEAVE_GROUP] == 5
+    assert used[ApiKey.HEARTBEAT] == 4
 
 
-def test_three_members_share_and_take_over_exactly_once(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_three_members_share_and_take_over_exactly_once(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     topic, n = "g-share", 300_000
     produce(bs, topic, n)
     seen: dict[tuple[int, int], int] = {}
@@ -192,8 +183,8 @@ def test_three_members_share_and_take_over_exactly_once(gbroker: Broker) -> None
     assert len(seen) == n and set(seen.values()) == {1}
 
 
-def test_mixed_group_with_confluent_kafka(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_mixed_group_with_confluent_kafka(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "g-mixed", 12)
     ours = KafkaConsumer(conf(bs, "g-mixed", partition_assignment_strategy="range"))
     theirs = Consumer({"bootstrap.servers": bs, "group.id": "g-mixed",
@@ -216,8 +207,8 @@ def test_mixed_group_with_confluent_kafka(gbroker: Broker) -> None:
         theirs.close()
 
 
-def test_cooperative_sticky_moves_only_what_must_move(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_cooperative_sticky_moves_only_what_must_move(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "g-coop", 12)
     cfg = conf(bs, "g-coop", partition_assignment_strategy="cooperative-sticky")
     r1, r2 = Recorder(), Recorder()
@@ -242,8 +233,8 @@ def test_cooperative_sticky_moves_only_what_must_move(gbroker: Broker) -> None:
     c2.close()
 
 
-def test_static_member_rejoins_without_rebalance(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_static_member_rejoins_without_rebalance(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "g-static", 12)
     r1 = Recorder()
     c1 = KafkaConsumer(conf(bs, "g-static", group_instance_id="a", session_timeout_ms=6000))
@@ -271,8 +262,8 @@ def test_static_member_rejoins_without_rebalance(gbroker: Broker) -> None:
         c1.close()
 
 
-def test_poll_returns_while_the_group_waits_and_max_poll_interval_leave(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_poll_returns_while_the_group_waits_and_max_poll_interval_leave(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "g-slow", 12)
     r1 = Recorder()
     c1 = KafkaConsumer(conf(bs, "g-slow", max_poll_interval_ms=1500))
@@ -302,8 +293,8 @@ def test_poll_returns_while_the_group_waits_and_max_poll_interval_leave(gbroker:
         c2.close()
 
 
-def test_pattern_subscription_skips_internal_topics(gbroker: Broker) -> None:
-    bs = gbroker.bootstrap_servers
+def test_pattern_subscription_skips_internal_topics(broker: Broker) -> None:
+    bs = broker.bootstrap_servers
     produce(bs, "pat-a", 12)
     produce(bs, "pat-b", 12)
     c = KafkaConsumer(conf(bs, "g-pattern"))

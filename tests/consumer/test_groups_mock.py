@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from samsa.consumer import KafkaConsumer, OffsetAndMetadata, TopicPartition
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 TOPIC = "grp"
 

@@ -8,7 +8,7 @@ import pytest
 
 from samsa.net.client import ClientResponse, NetworkClient
 from samsa.net.cluster import Node
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 from .fake_broker import FakeBroker
 

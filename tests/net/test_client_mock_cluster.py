@@ -13,7 +13,7 @@ from samsa.net import (
     send_and_wait,
 )
 from samsa.records.builder import RecordBatchBuilder
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 from .conftest import connect, poll_until
 
@@ -56,9 +56,9 @@ def test_bootstrap_then_real_node_ids_and_api_versions_fallback(mock):
     connect(client, n1)
     versions = client.api_versions(1)
     # The mock answers ApiVersions v4 with a malformed body; we fell back and got its table.
-    assert versions is not None and versions.version_range(18) == (0, 2)
-    assert client.pick_version(n1, 3, 0, 12) == 12
-    assert client.pick_version(n1, 0, 3, 12) == 10  # Produce: the mock's maximum
+    assert versions is not None and versions.version_range(p.ApiKey.API_VERSIONS) == (0, 2)
+    assert client.pick_version(n1, p.ApiKey.METADATA, 0, 12) == 12
+    assert client.pick_version(n1, p.ApiKey.PRODUCE, 3, 12) == 10  # Produce: the mock's maximum
     client.close()
 
 

@@ -3,7 +3,7 @@ auto-created topics, produce with acks=1 and acks=0 (which the broker does not a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -16,16 +16,15 @@ from samsa.net import (
     TopicPartition,
     send_and_wait,
 )
-from samsa.protocol import APIS
+from samsa.protocol import APIS, ApiKey
 from samsa.records.builder import RecordBatchBuilder
 
 from .conftest import connect, poll_until
 
 
 @pytest.fixture
-def samsa_broker(tmp_path) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path, port=0) as b:
-        yield b
+def samsa_broker(make_broker: Callable[..., Broker]) -> Broker:
+    return make_broker()
 
 
 def produce(acks: int, value: bytes) -> p.ProduceRequest:
@@ -50,7 +49,7 @@ def test_bootstrap_negotiate_and_produce(samsa_broker):
     versions = client.api_versions(leader.id)
     assert versions is not None
     # Our broker speaks ApiVersions v4, so no fallback was needed.
-    assert versions.version_range(18)[1] >= APIS[18].max_version
+    assert versions.version_range(ApiKey.API_VERSIONS)[1] >= APIS[ApiKey.API_VERSIONS].max_version
 
     body = send_and_wait(client, leader, produce(1, b"first"), 10_000)
     assert body.responses[0].partition_responses[0].error_code == 0

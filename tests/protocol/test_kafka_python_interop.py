@@ -91,7 +91,7 @@ def _common_versions(key: int) -> range:
     # kafka-python resets every class's minimum to 0 (it asks the broker instead), but its JSON
     # comes from Kafka 4.2, where versions below the 4.0 baseline (KIP-896) were removed and the
     # fields describing them may be gone; so only versions its JSON declares valid are compared.
-    # samsa deliberately declares the older versions too (old clients, reference notes §1.4).
+    # samsa deliberately declares the older versions too (old clients; KIP-896 removed them only in Kafka 4.0).
     api = APIS[key]
     lo = max(api.min_version, _kp_class(key, "request").valid_versions[0])
     hi = min(api.max_version, _kp_class(key, "request").valid_versions[1])

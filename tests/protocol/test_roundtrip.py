@@ -35,7 +35,7 @@ ROUNDTRIP = settings(max_examples=15, deadline=None,
 
 
 def test_case_list_covers_every_version() -> None:
-    # the 30 of seed 003 plus issue 11's admin calls (33, 35, 44, 47, 61, 75)
+    # the broker's first 30 APIs plus the admin calls (33, 35, 44, 47, 61, 75)
     assert len(APIS) == 36 and {33, 35, 44, 47, 61, 75} <= set(APIS)
     expected = sum(2 * (a.max_version - a.min_version + 1) for a in APIS.values())
     assert len(CASES) == expected

@@ -1,4 +1,4 @@
-"""Legacy (magic v0/v1) message sets written from the documented layout (notes §2.4).
+"""Legacy (magic v0/v1) message sets written from the documented layout (Kafka's LegacyRecord).
 
 Test-only: Samsa reads these formats but never writes them.
 """

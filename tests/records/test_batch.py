@@ -18,7 +18,7 @@ from samsa.records import (
 
 from .strategies import BASE_TS
 
-# notes §2.2: two records, (ts=1700000000000, b'k', b'v', [('h', b'x')]) and (ts=+5, None, b'vv')
+# Kafka's DefaultRecord layout, as kafka-python's DefaultRecordBatchBuilder writes two records, (ts=1700000000000, b'k', b'v', [('h', b'x')]) and (ts=+5, None, b'vv')
 EXAMPLE_RECORDS = bytes.fromhex("18000000026b0276020268027810000a020104767600")
 
 

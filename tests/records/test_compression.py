@@ -73,7 +73,7 @@ def test_lz4_reads_frames_other_writers_produce() -> None:
 
 def test_lz4_rejects_bad_header_checksum_but_repairs_magic0_frames() -> None:
     frame = bytearray(lz4.frame.compress(b"abc" * 100, block_linked=False, store_size=False))
-    frame[6] = 0x1A  # Kafka 0.8/0.9 hashed the magic too: notes §2.5 gives 0x1A for 60 40
+    frame[6] = 0x1A  # Kafka 0.8/0.9 hashed the magic too: 0x1A for FLG 60, BD 40
     with pytest.raises(ValueError, match="header checksum"):
         decompress(Compression.LZ4, bytes(frame))
     repaired = lz4_fix_broken_header_checksum(bytes(frame))

@@ -2,7 +2,7 @@
 
 A tiny test-only server speaks just enough protocol (via samsa.protocol) for ``kcat -P``:
 ApiVersions advertising the versions librdkafka 2.0.2 checks before it enables v2 batches and
-compression (Produce 0-7 incl. v0, Fetch 0-10, FindCoordinator 0 for lz4: notes §1.5),
+compression (Produce 0-7 incl. v0, Fetch 0-10, FindCoordinator 0 for lz4: librdkafka's rdkafka_feature.c),
 Metadata naming itself as the leader of one partition, and Produce answered with success while
 the raw record bytes are kept for the test to decode.
 """

@@ -83,7 +83,7 @@ def test_v0_wrapper_absolute_offsets(codec_name: str) -> None:
     codec, fn = CODECS[codec_name]
     inner = message_set(0, INNER, first_offset=500)
     payload = fn(inner)
-    if codec == 3:  # magic 0 LZ4 frames carry the broken header checksum (notes §2.5)
+    if codec == 3:  # magic 0 LZ4 frames carry the broken header checksum (Lz4BlockOutputStream.useBrokenFlagDescriptorChecksum)
         assert payload[6] == 0x82
         payload = payload[:6] + b"\x1a" + payload[7:]
     got = records_of(wrapper(0, codec, payload, wrapper_offset=502))

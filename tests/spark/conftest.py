@@ -1,4 +1,4 @@
-"""Fixtures: one local[2] SparkSession for the whole test session, an embedded samsa broker."""
+"""Fixtures: one local[2] SparkSession for the whole test session; the shared broker's settings."""
 
 from __future__ import annotations
 
@@ -47,15 +47,12 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with Broker(data_dir=tmp_path_factory.mktemp("spark-broker"), port=0, host=HOST,
-                config={"num.partitions": PARTITIONS}) as b:
-        b.wait_until_ready()
-        yield b
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, Any]:
+    return {"num.partitions": PARTITIONS}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def admin(broker: Broker) -> Iterator[AdminClient]:
     with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as client:
         yield client

@@ -28,8 +28,3 @@ def topic_name_problem(name: str | None) -> str | None:
 
 def is_internal(name: str) -> bool:
     return name in INTERNAL_TOPICS
-
-
-def collision_key(name: str) -> str:
-    """'.' and '_' collide in metric names, so Kafka refuses topics differing only by them."""
-    return name.replace(".", "_")

@@ -1,4 +1,4 @@
-"""One classic consumer group: its state, members and committed offsets (notes §6.1).
+"""One classic consumer group: its state, members and committed offsets (Kafka's ClassicGroup).
 
 Plain bookkeeping with no locking, timers or I/O: the GroupCoordinator holds its lock while it
 calls into a group, and decides what to schedule and persist.
@@ -160,9 +160,6 @@ class ClassicGroup:
     def new_member_id(client_id: str, group_instance_id: str | None) -> str:
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{uuid.uuid4()}"
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id

@@ -1,4 +1,4 @@
-"""Committed offsets: what one partition's commit holds, and the commit checks (notes §6.2)."""
+"""Committed offsets: what one partition's commit holds, and the commit checks (Kafka's OffsetMetadataManager)."""
 
 from __future__ import annotations
 

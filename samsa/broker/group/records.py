@@ -1,4 +1,4 @@
-"""The records the group coordinator keeps in ``__consumer_offsets`` (notes §6.2).
+"""The records the group coordinator keeps in ``__consumer_offsets`` (Kafka's OffsetCommitKey/Value and GroupMetadataKey/Value).
 
 The layouts are Kafka's (``OffsetCommitKey``/``OffsetCommitValue``, ``GroupMetadataKey``/
 ``GroupMetadataValue`` in Kafka's group-coordinator message definitions), declared here as data

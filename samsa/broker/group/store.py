@@ -51,7 +51,7 @@ def partition_for(group_id: str, partitions: int) -> int:
 class GroupStore:
     def __init__(self, logs: LogManager, *, num_partitions: int = 50,
                  segment_bytes: int = 104_857_600,
-                 on_append: Callable[[str, int], None] | None = None) -> None:
+                 on_append: Callable[[str, int], object] | None = None) -> None:
         self.logs = logs
         existing = logs.topic(GROUP_METADATA_TOPIC)
         # An existing topic keeps its partition count: groups must stay where they were written.
@@ -125,11 +125,6 @@ class GroupStore:
                 raise KafkaError(f"{GROUP_METADATA_TOPIC}-{partition}: no complete batch at "
                                  f"offset {position}; the log is damaged")
             position = advanced
-
-    def history_size(self, partition: int) -> int:
-        """Records between the log start and end of one partition."""
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
-        return plog.log_end_offset - plog.log_start_offset
 
     def rewrite(self, partition: int, records: Sequence[KeyValue]) -> None:
         """Replace the partition's history by ``records`` (the live state): append them, then

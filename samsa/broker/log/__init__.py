@@ -1,4 +1,4 @@
-"""The broker's durable log storage: Kafka's segment/index layout on disk (notes §5.2).
+"""The broker's durable log storage: Kafka's segment/index layout on disk (LogSegment, OffsetIndex, TimeIndex).
 
 Layers, bottom up:
 
@@ -45,7 +45,7 @@ Typical use by the broker::
     #                coordinator_epoch=, leader_epoch=) (WriteTxnMarkers)
     # Topics:        create_topic / delete_topic / add_partitions / set_topic_configs /
     #                topics() -> {name: TopicInfo(name, topic_id (uuid.UUID), partitions, configs)}
-    #                topic_by_id(uuid) / default_topic_configs()
+    #                topic_by_id(uuid)
     # Durability:    log.flush(); manager.checkpoint(); manager.close() (clean shutdown)
 
 Configuration uses Kafka's broker names and defaults (config.py ``BROKER_DEFAULTS``), and

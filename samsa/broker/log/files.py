@@ -1,4 +1,4 @@
-"""File names and small file helpers shared by the log package (Kafka's layout, notes §5.2)."""
+"""File names and small file helpers shared by the log package (Kafka's layout, as its LogFileUtils)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Sparse per-segment indexes: offset -> file position (.index) and timestamp -> offset (.timeindex).
 
-Both use Kafka's on-disk entry formats (notes §5.2) so the files look like Kafka's, but they are
+Both use Kafka's on-disk entry formats (OffsetIndex, TimeIndex) so the files look like Kafka's, but they are
 plain append files rather than preallocated mmaps: entries live in memory (for binary search) and
 reach the file in one ``pwrite`` per ``flush``, ``trim``, ``close`` or truncation rather than one
 per entry -- a segment is flushed before the recovery point passes it, and every segment after

@@ -1,6 +1,6 @@
 """LogManager: every partition log of one data directory, topic metadata, checkpoints, housekeeping.
 
-Data directory layout (Kafka's, notes §5.2, plus one file of our own)::
+Data directory layout (Kafka's LogManager and UnifiedLog layout, plus one file of our own)::
 
     <data_dir>/.lock                              flock'ed while a broker uses the dir
     <data_dir>/.kafka_cleanshutdown               written by close(); present => files trusted
@@ -37,7 +37,6 @@ from samsa.broker.log.checkpoint import (
     write_offset_checkpoint,
 )
 from samsa.broker.log.config import (
-    TOPIC_TO_BROKER,
     LogConfig,
     resolve_broker_config,
     validate_topic_configs,
@@ -346,10 +345,6 @@ class LogManager:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         with self._lock:
             return next((t for t in self._topics.values() if t.topic_id == topic_id), None)
-
-    def default_topic_configs(self) -> dict[str, str]:
-        """Topic-level config names with the broker's values (DescribeConfigs defaults)."""
-        return {name: str(self.config[broker]) for name, broker in TOPIC_TO_BROKER.items()}
 
     def get_log(self, topic: str, partition: int) -> Log:
         """The partition's Log; raises UnknownTopicOrPartitionError."""

@@ -1,4 +1,4 @@
-"""Per-partition idempotent/transactional producer state (notes §4.2), and its snapshots.
+"""Per-partition idempotent/transactional producer state (Kafka's ProducerStateManager and ProducerAppendInfo), and its snapshots.
 
 For every producer id the partition remembers the epoch and the last ``BATCHES_TO_RETAIN`` (5)
 batches it appended: a retry of one of them (same epoch, same first and last sequence) is
@@ -398,12 +398,6 @@ class ProducerStateManager:
             pos += _ABORTED.size
         if pos != len(body):
             raise KafkaStorageError(f"producer snapshot {path} has {len(body) - pos} trailing bytes")
-
-    def delete_snapshots_after(self, offset: int) -> None:
-        """Drop snapshots beyond ``offset`` (after the log was truncated there)."""
-        for path in self.snapshot_files():
-            if offset_from_filename(path.name) > offset:
-                path.unlink(missing_ok=True)
 
     def retain_snapshots(self, keep: int = 2) -> None:
         """Keep only the newest ``keep`` snapshots."""

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,8 @@ FAST_GROUP = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with Broker(tmp_path_factory.mktemp("groups"), port=0, host=HOST,
-                config=GROUP_CONFIG) as b:
-        b.wait_until_ready()
-        yield b
+def broker_config() -> dict[str, Any]:
+    return GROUP_CONFIG
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -20,8 +21,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from samsa.testing import librdkafka
-from samsa.testing.mock_cluster import ALL_BROKERS, MockCluster, MockClusterError
+from tests.support import librdkafka
+from tests.support.mock_cluster import ALL_BROKERS, MockCluster, MockClusterError
 
 PRODUCE = 0
 METADATA = 3
@@ -31,6 +32,7 @@ BROKER_NOT_AVAILABLE = 8
 INVALID_RECORD = 87  # not retriable, so with retries=0 it reaches the delivery report
 # Bounds on waiting for a client; generous, and never asserted on.
 DEADLINE_S = 30.0
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -336,7 +338,7 @@ def test_cli_prints_bootstrap_servers_and_stops_on_sigint() -> None:
         [
             sys.executable,
             "-m",
-            "samsa.testing.mock_cluster",
+            "tests.support.mock_cluster",
             "--brokers",
             "2",
             "--topic",
@@ -346,6 +348,7 @@ def test_cli_prints_bootstrap_servers_and_stops_on_sigint() -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=REPO_ROOT,  # ``-m tests.support...`` resolves from the repository root
     )
     try:
         assert proc.stdout is not None

@@ -2,9 +2,9 @@
 
 The mock cluster (``rdkafka_mock.h``) is an independent Kafka-protocol implementation with real
 TCP listeners on 127.0.0.1, several brokers, leader moves, brokers going down and injected
-request errors.  It makes a test peer that nobody here wrote.  Where it differs from a real
-broker is listed in /work/shared/reference/librdkafka-mock-cluster-notes.md (ApiVersions only
-up to v2, no CRC validation, acks=0 still answered, a downed broker stays leader, ...).
+request errors.  It makes a test peer that nobody here wrote.  It differs from a real broker
+in ways tests must allow for (librdkafka's rdkafka_mock_handlers.c): ApiVersions only up to v2,
+no CRC validation, acks=0 still answered, a downed broker stays leader, ...
 
     with MockCluster(3, topics={"t": 4}) as cluster:
         producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers})
@@ -18,7 +18,7 @@ Broker ids run from 1 to ``num_brokers``.  API keys and error codes are Kafka's 
 (Produce = 0, NOT_LEADER_OR_FOLLOWER = 6); librdkafka's own negative codes also work, e.g.
 ``-195`` (``_TRANSPORT``) makes the broker drop the connection.
 
-Run ``python -m samsa.testing.mock_cluster --brokers 3`` for a cluster to poke at by hand.
+Run ``python -m tests.support.mock_cluster --brokers 3`` for a cluster to poke at by hand.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from types import FrameType, TracebackType
 from typing import Self, TypeVar
 
 from samsa.errors import KafkaError
-from samsa.testing import librdkafka
+from tests.support import librdkafka
 
 ALL_BROKERS = -1
 """Pass as ``broker_id`` to apply a broker setting (down, up, RTT, rack) to every broker."""
@@ -437,7 +437,7 @@ def _parse_topic(spec: str) -> tuple[str, int]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a mock cluster until Ctrl-C or SIGTERM; print its bootstrap servers first."""
     parser = argparse.ArgumentParser(
-        prog="python -m samsa.testing.mock_cluster",
+        prog="python -m tests.support.mock_cluster",
         description="Run librdkafka's mock Kafka cluster on 127.0.0.1 until interrupted.",
     )
     parser.add_argument(

@@ -7,7 +7,7 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from samsa.testing import librdkafka
+from tests.support import librdkafka
 
 
 def test_loads_the_copy_confluent_kafka_uses() -> None:
