@@ -186,6 +186,13 @@ class ConfigEntry:
             converted = self.validator(self.name, converted)
         return converted
 
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The allowed values of a setting checked by :class:`ValidChoice`."""
+        if not isinstance(self.validator, ValidChoice):
+            raise TypeError(f"{self.name} is not checked against a list of choices")
+        return self.validator.choices
+
     def _expected(self) -> str:
         if self.validator is not None:
             return f"expected {_TYPE_NAMES[self.type]}, {self.validator.describe()}"

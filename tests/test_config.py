@@ -182,6 +182,13 @@ def test_define_chains_and_rejects_duplicates() -> None:
         d.define("a", Type.INT, 2)
 
 
+def test_choices_of_a_valid_choice_setting() -> None:
+    entry = ConfigEntry("acks", Type.STRING, "all", ValidChoice(("all", "0", "1")))
+    assert entry.choices == ("all", "0", "1")
+    with pytest.raises(TypeError, match="linger.ms"):
+        _ = ConfigEntry("linger.ms", Type.LONG, 5, at_least(0)).choices
+
+
 def test_describe_lists_every_setting() -> None:
     text = DEF.describe()
     assert "linger.ms (an integer; default 5; at least 0): wait" in text

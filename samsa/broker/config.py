@@ -27,6 +27,7 @@ from typing import Any
 
 from samsa.config import Config, ConfigDef, Range, Type, ValidChoice, at_least
 from samsa.errors import ConfigError
+from samsa.records.compression import LEVEL_RANGES, default_level
 
 __all__ = [
     "BROKER_CONFIG",
@@ -120,6 +121,27 @@ def _log_settings(d: ConfigDef) -> None:
              "those fetches UNSUPPORTED_VERSION.")
     d.define("log.cleanup.policy", Type.STRING, "delete", None, "delete, compact or both.")
     d.define("log.cleaner.enable", Type.BOOLEAN, True, None, "Accepted; compaction is not run.")
+    # Broker synonyms of topic configs this node accepts and reports but does not act on
+    # (Kafka's ServerLogConfigs/CleanerConfig names and defaults).
+    d.define("log.cleaner.delete.retention.ms", Type.LONG, 86_400_000, at_least(0),
+             "How long delete tombstones are kept on compacted topics.")
+    d.define("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, at_least(0),
+             "Least age of a record before it may be compacted.")
+    d.define("log.cleaner.max.compaction.lag.ms", Type.LONG, _LONG_MAX, at_least(1),
+             "Greatest age of a record before it must be compacted.")
+    d.define("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range(0, 1),
+             "Dirty ratio at which a log is compacted.")
+    d.define("log.preallocate", Type.BOOLEAN, False, None, "Preallocate segment files.")
+    d.define("log.roll.jitter.ms", Type.LONG, None, None, "Random jitter of segment rolls.")
+    d.define("log.roll.jitter.hours", Type.INT, 0, at_least(0),
+             "Roll jitter in hours, when log.roll.jitter.ms is unset.")
+    d.define("unclean.leader.election.enable", Type.BOOLEAN, False, None,
+             "Accepted; one node never elects another leader.")
+    for codec, (low, high) in LEVEL_RANGES.items():
+        default = default_level(codec)
+        d.define(f"compression.{codec.name.lower()}.level", Type.INT, default,
+                 Range(low, high, (default,) if default is not None and default < low else ()),
+                 f"Level of {codec.name.lower()} when compression.type recompresses.")
     d.define("num.recovery.threads.per.data.dir", Type.INT, 2, at_least(1),
              "Accepted; recovery runs on one thread.")
     d.define("message.max.bytes", Type.INT, 1_048_588, at_least(0), "Largest record batch.")
@@ -236,6 +258,20 @@ def parse_listener(setting: str, value: str) -> Listener:
     if host.startswith("["):
         host = host[1:-1]
     return Listener("PLAINTEXT", host, port)
+
+
+def bind_listener(config: Mapping[str, Any], host: str | None, port: int | None,
+                  default_host: str = "127.0.0.1") -> Listener:
+    """Where to listen: ``listeners`` (else ``default_host`` on an ephemeral port), with
+    ``host``/``port`` given to the Broker taking precedence."""
+    if config["listeners"] is not None:
+        listener = parse_listener("listeners", config["listeners"])
+    else:
+        listener = Listener("PLAINTEXT", default_host, 0)
+    if port is not None and not 0 <= port <= 65535:
+        raise ConfigError("port", f"{port} is out of range (0-65535)")
+    return Listener("PLAINTEXT", listener.host if host is None else host,
+                    listener.port if port is None else port)
 
 
 def advertised_listener(config: Mapping[str, Any], bound_host: str, bound_port: int) -> Listener:

@@ -19,8 +19,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from samsa.broker.apis.topic_configs import TOPIC_CONFIGS, validate_topic_config_values
+from samsa.broker.apis.topic_configs import validate_topic_config_values
+from samsa.broker.config import BROKER_CONFIG
 from samsa.broker.log import LogManager
+from samsa.broker.log.config import TOPIC_SETTINGS
 from samsa.broker.log.files import atomic_write
 from samsa.errors import ConfigError, InvalidConfigError, InvalidRequestError
 
@@ -28,9 +30,7 @@ DYNAMIC_CONFIG_FILE = "dynamic-broker-configs.json"
 DEFAULT_LAYER = ""  # the cluster-wide default (kafka-configs.sh --entity-default)
 
 # Broker setting -> the topic config it supplies (its type and checks are the topic config's).
-_LOG_SYNONYMS: dict[str, str] = {
-    d.synonym: d.name for d in TOPIC_CONFIGS.values() if d.synonym is not None
-}
+_LOG_SYNONYMS: dict[str, str] = {s.synonym: s.name for s in TOPIC_SETTINGS.values()}
 # Kafka lists log.roll.ms/log.retention.ms (not the .hours forms) as dynamic; same here.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({*_LOG_SYNONYMS, "producer.id.expiration.ms"})
 # Broker settings Kafka can change dynamically that this node has no use for (listeners, SSL,
@@ -47,8 +47,8 @@ def check_broker_config(name: str, value: str) -> None:
         if topic_name is not None:
             validate_topic_config_values({topic_name: value})
         else:
-            int(value)
-    except (InvalidConfigError, ValueError) as exc:
+            BROKER_CONFIG[name].convert(value)  # its static type and range
+    except (InvalidConfigError, ConfigError) as exc:
         raise InvalidRequestError(f"Invalid value {value} for configuration {name}: "
                                   f"{exc}") from None
 
@@ -74,15 +74,6 @@ class DynamicBrokerConfig:
     def layer(self, per_broker: bool) -> dict[str, str]:
         with self._lock:
             return dict(self.layers["broker" if per_broker else DEFAULT_LAYER])
-
-    def source_of(self, name: str) -> str | None:
-        """Which dynamic layer sets ``name``: "broker", "default" or None."""
-        with self._lock:
-            if name in self.layers["broker"]:
-                return "broker"
-            if name in self.layers[DEFAULT_LAYER]:
-                return "default"
-            return None
 
     def replace(self, per_broker: bool, values: Mapping[str, str]) -> None:
         """Make ``values`` the whole layer (checked with check_broker_config first), persist it

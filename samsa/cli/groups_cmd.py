@@ -98,9 +98,12 @@ def _log_end_offsets(bootstrap_server: str, admin_properties: tuple[str, ...], t
         return {}
     from samsa.cli.topics_cmd import _parse_pairs
     from samsa.consumer import KafkaConsumer
+    from samsa.net.client_config import COMMON_CLIENT_SETTINGS
 
     config: dict[str, Any] = _parse_pairs(admin_properties, "--admin-property")
-    config = {k: v for k, v in config.items() if k in ("request.timeout.ms", "client.id")}
+    # The admin settings a consumer has too: those every client shares.
+    common = {entry.name for entry in COMMON_CLIENT_SETTINGS}
+    config = {k: v for k, v in config.items() if k.replace("_", ".") in common}
     config.update({"bootstrap.servers": bootstrap_server,
                    "default.api.timeout.ms": int(timeout * 1000)})
     try:

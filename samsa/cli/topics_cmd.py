@@ -48,12 +48,13 @@ def _admin(bootstrap_server: str, admin_properties: tuple[str, ...],
            timeout: float) -> Iterator[Any]:
     """An AdminClient whose time limit is ``timeout``; Kafka errors become ``Error: ...``."""
     from samsa.admin import AdminClient
+    from samsa.net.client_config import REQUEST_TIMEOUT_MS
 
     config: dict[str, Any] = _parse_pairs(admin_properties, "--admin-property")
     config["bootstrap.servers"] = bootstrap_server
     timeout_ms = int(timeout * 1000)
     config.setdefault("default.api.timeout.ms", timeout_ms)
-    config.setdefault("request.timeout.ms", min(timeout_ms, 30000))
+    config.setdefault("request.timeout.ms", min(timeout_ms, REQUEST_TIMEOUT_MS.default))
     try:
         with AdminClient(config) as admin:
             yield admin

@@ -7,6 +7,8 @@ read values as ``cfg["fetch.min.bytes"]`` or ``cfg.fetch_min_bytes``.  Cross-che
 * ``client.id`` defaults to ``consumer-<group>-N`` (``consumer-N`` without a group).
 * ``enable.auto.commit`` is forced off without a ``group.id`` (an explicit ``true`` is an error).
 * ``heartbeat.interval.ms`` must be below ``session.timeout.ms``.
+* the checks every client runs (:class:`samsa.net.client_config.ClientConfig`), among them
+  ``reconnect.backoff.max.ms`` following ``reconnect.backoff.ms`` when only the latter is set.
 * ``partition.assignment.strategy`` names: ``range``, ``roundrobin``, ``cooperative-sticky``
   (Java class names are accepted too).
 """
@@ -15,13 +17,17 @@ from __future__ import annotations
 
 import itertools
 
-from samsa.config import Config, ConfigDef, ConfigEntry, Type, ValidChoice, at_least
+from samsa.config import ConfigEntry, Type, ValidChoice, at_least
 from samsa.consumer.deserializers import DESERIALIZER_ALIASES
 from samsa.errors import ConfigError
+from samsa.net.client_config import (
+    DEFAULT_API_TIMEOUT_MS,
+    ClientConfig,
+    client_config_def,
+)
 
 __all__ = ["ASSIGNOR_NAMES", "CONSUMER_CONFIG", "ConsumerConfig"]
 
-_INT_MAX = 2**31 - 1
 _client_ids = itertools.count(1)
 
 ASSIGNOR_NAMES: dict[str, str] = {
@@ -38,8 +44,6 @@ def _entries() -> list[ConfigEntry]:
     E = ConfigEntry
     pos = at_least(0)
     return [
-        E("bootstrap.servers", Type.LIST, [], None, "host:port pairs used to discover the cluster."),
-        E("client.id", Type.STRING, "", None, "Name sent with every request (default consumer-<group>-N)."),
         E("client.rack", Type.STRING, "", None, "Rack of this consumer (sent in subscriptions)."),
         E("group.id", Type.STRING, None, None, "Consumer group; needed for subscribe() and commits."),
         E("group.instance.id", Type.STRING, None, None, "Static membership id (KIP-345)."),
@@ -73,35 +77,19 @@ def _entries() -> list[ConfigEntry]:
           "Pattern subscriptions skip internal topics."),
         E("allow.auto.create.topics", Type.BOOLEAN, True, None,
           "Ask the broker to create subscribed topics that do not exist."),
-        E("request.timeout.ms", Type.INT, 30000, pos, "How long to wait for a response."),
-        E("default.api.timeout.ms", Type.INT, 60000, pos, "Timeout of blocking calls without one."),
-        E("retry.backoff.ms", Type.LONG, 100, pos, "First wait before retrying a failed request."),
-        E("retry.backoff.max.ms", Type.LONG, 1000, pos, "Upper bound of the retry backoff."),
-        E("reconnect.backoff.ms", Type.LONG, 50, pos, "First wait before reconnecting."),
-        E("reconnect.backoff.max.ms", Type.LONG, 1000, pos, "Upper bound of the reconnect backoff."),
-        E("socket.connection.setup.timeout.ms", Type.LONG, 10000, None, "Connect timeout."),
-        E("socket.connection.setup.timeout.max.ms", Type.LONG, 30000, None, "Connect timeout bound."),
-        E("metadata.max.age.ms", Type.LONG, 300000, pos, "Refresh metadata at least this often."),
-        E("connections.max.idle.ms", Type.LONG, 540000, None, "Close connections idle this long."),
-        E("send.buffer.bytes", Type.INT, 131072, at_least(-1), "SO_SNDBUF (-1: OS default)."),
-        E("receive.buffer.bytes", Type.INT, 65536, at_least(-1), "SO_RCVBUF (-1: OS default)."),
-        E("client.dns.lookup", Type.STRING, "use_all_dns_ips",
-          ValidChoice(("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-          "How bootstrap host names are resolved."),
+        DEFAULT_API_TIMEOUT_MS,
         E("interceptor.classes", Type.LIST, [], None, "Consumer interceptors (not implemented).",
           item_type=Type.CLASS),
-        E("security.protocol", Type.STRING, "PLAINTEXT",
-          ValidChoice(("PLAINTEXT",), case_insensitive=True), "Only PLAINTEXT is supported."),
     ]
 
 
-CONSUMER_CONFIG = ConfigDef("consumer", _entries())
+CONSUMER_CONFIG = client_config_def("consumer", _entries())  # Kafka's common defaults
 
 
-class ConsumerConfig(Config):
+class ConsumerConfig(ClientConfig):
     DEFINITION = CONSUMER_CONFIG
 
-    def _post_process(self) -> None:
+    def _post_process_client(self) -> None:
         group = self["group.id"]
         if group == "":
             self._set("group.id", None)

@@ -10,7 +10,7 @@ names, string conversion and errors); read values as ``cfg["linger.ms"]`` or
   ConfigError; if it was left at its default, idempotence is silently turned off.
 * ``delivery.timeout.ms`` must be >= ``linger.ms + request.timeout.ms``: a ConfigError if it
   was set explicitly, otherwise it is raised to that sum.
-* ``reconnect.backoff.max.ms`` follows ``reconnect.backoff.ms`` when only the latter is set.
+* the checks every client runs (:class:`samsa.net.client_config.ClientConfig`).
 * ``client.id`` defaults to ``producer-N``.
 * ``transactional.id`` is refused: transactions are not implemented yet.
 * key/value serializers, ``partitioner.class`` and ``interceptor.classes`` accept objects,
@@ -24,19 +24,18 @@ import logging
 from typing import Any
 
 from samsa.config import (
-    Config,
-    ConfigDef,
     ConfigEntry,
     NonEmptyString,
     Range,
     Type,
     ValidChoice,
     at_least,
-    between,
 )
 from samsa.errors import ConfigError
+from samsa.net.client_config import RETRIES, ClientConfig, client_config_def
 from samsa.producer.partitioner import RoundRobinPartitioner
 from samsa.producer.serializers import SERIALIZER_ALIASES
+from samsa.records.compression import LEVEL_RANGES, default_level
 
 __all__ = ["COMPRESSION_LEVELS", "PRODUCER_CONFIG", "ProducerConfig"]
 
@@ -45,11 +44,10 @@ log = logging.getLogger(__name__)
 _INT_MAX = 2**31 - 1
 MAX_IN_FLIGHT_REQUESTS_FOR_IDEMPOTENCE = 5
 
-# codec -> (min, max, default) for compression.<codec>.level, as Kafka's CompressionType.
+# codec -> (min, max, default) for compression.<codec>.level (gzip's default -1 is zlib's 6).
 COMPRESSION_LEVELS: dict[str, tuple[int, int, int]] = {
-    "gzip": (1, 9, -1),  # -1: zlib's default (6)
-    "lz4": (1, 17, 9),
-    "zstd": (-131072, 22, 3),
+    codec.name.lower(): (low, high, default_level(codec) or 0)
+    for codec, (low, high) in LEVEL_RANGES.items()
 }
 
 PARTITIONER_ALIASES: dict[str, Any] = {
@@ -65,20 +63,6 @@ _client_ids = itertools.count(1)
 def _entries() -> list[ConfigEntry]:
     E = ConfigEntry
     return [
-        E(
-            "bootstrap.servers",
-            Type.LIST,
-            [],
-            None,
-            "host:port pairs used to discover the cluster.",
-        ),
-        E(
-            "client.id",
-            Type.STRING,
-            "",
-            None,
-            "Name sent to brokers with every request (default producer-N).",
-        ),
         E(
             "acks",
             Type.STRING,
@@ -147,40 +131,13 @@ def _entries() -> list[ConfigEntry]:
             )
             for codec, (low, high, default) in COMPRESSION_LEVELS.items()
         ),
-        E(
-            "retries",
-            Type.INT,
-            _INT_MAX,
-            between(0, _INT_MAX),
-            "How often to resend a failed batch (delivery.timeout.ms bounds the total time).",
-        ),
-        E(
-            "retry.backoff.ms",
-            Type.LONG,
-            100,
-            at_least(0),
-            "First wait before retrying a failed request.",
-        ),
-        E(
-            "retry.backoff.max.ms",
-            Type.LONG,
-            1000,
-            at_least(0),
-            "Upper bound of the exponential retry backoff.",
-        ),
+        RETRIES,
         E(
             "delivery.timeout.ms",
             Type.INT,
             120000,
             at_least(0),
             "Upper bound on the time to report success or failure after send() returns.",
-        ),
-        E(
-            "request.timeout.ms",
-            Type.INT,
-            30000,
-            at_least(0),
-            "How long to wait for a response to a request.",
         ),
         E(
             "max.in.flight.requests.per.connection",
@@ -190,67 +147,11 @@ def _entries() -> list[ConfigEntry]:
             "Unacknowledged requests per broker connection.",
         ),
         E(
-            "metadata.max.age.ms",
-            Type.LONG,
-            300000,
-            at_least(0),
-            "Refresh metadata at least this often.",
-        ),
-        E(
             "metadata.max.idle.ms",
             Type.LONG,
             300000,
             at_least(5000),
             "Forget metadata of topics not produced to for this long.",
-        ),
-        E(
-            "connections.max.idle.ms",
-            Type.LONG,
-            540000,
-            None,
-            "Close connections idle for this long.",
-        ),
-        E(
-            "reconnect.backoff.ms",
-            Type.LONG,
-            50,
-            at_least(0),
-            "First wait before reconnecting to a broker.",
-        ),
-        E(
-            "reconnect.backoff.max.ms",
-            Type.LONG,
-            1000,
-            at_least(0),
-            "Upper bound of the reconnect backoff.",
-        ),
-        E(
-            "socket.connection.setup.timeout.ms",
-            Type.LONG,
-            10000,
-            None,
-            "First timeout for establishing a connection.",
-        ),
-        E(
-            "socket.connection.setup.timeout.max.ms",
-            Type.LONG,
-            30000,
-            None,
-            "Upper bound of the exponential connection setup timeout.",
-        ),
-        E(
-            "send.buffer.bytes",
-            Type.INT,
-            131072,
-            at_least(-1),
-            "Socket SO_SNDBUF (-1: OS default).",
-        ),
-        E(
-            "receive.buffer.bytes",
-            Type.INT,
-            32768,
-            at_least(-1),
-            "Socket SO_RCVBUF (-1: OS default).",
         ),
         E(
             "partitioner.class",
@@ -319,25 +220,20 @@ def _entries() -> list[ConfigEntry]:
             None,
             "Transaction timeout (for future transactions).",
         ),
-        E(
-            "security.protocol",
-            Type.STRING,
-            "PLAINTEXT",
-            ValidChoice(("PLAINTEXT",), case_insensitive=True),
-            "Only PLAINTEXT is supported.",
-        ),
     ]
 
 
-PRODUCER_CONFIG = ConfigDef("producer", _entries())
+# Java's ProducerConfig reads replies with a smaller socket buffer than the other clients.
+PRODUCER_COMMON_DEFAULTS: dict[str, Any] = {"receive.buffer.bytes": 32 * 1024}
+PRODUCER_CONFIG = client_config_def("producer", _entries(), defaults=PRODUCER_COMMON_DEFAULTS)
 
 
-class ProducerConfig(Config):
+class ProducerConfig(ClientConfig):
     """Parsed producer settings; see the module docstring for the cross-checks."""
 
     DEFINITION = PRODUCER_CONFIG
 
-    def _post_process(self) -> None:
+    def _post_process_client(self) -> None:
         if self["transactional.id"] is not None:
             raise ConfigError(
                 "transactional.id",
@@ -345,24 +241,10 @@ class ProducerConfig(Config):
                 "(the idempotent producer, on by default, still writes each record exactly once per partition)",
             )
         self._set("acks", -1 if self["acks"] == "all" else int(self["acks"]))
-        self._reconnect_backoff()
         self._idempotence()
         if not self.is_set("client.id"):
             self._set("client.id", f"producer-{next(_client_ids)}")
         self._delivery_timeout()
-        if self["retry.backoff.ms"] > self["retry.backoff.max.ms"]:
-            log.warning(
-                "retry.backoff.ms=%d is greater than retry.backoff.max.ms=%d; a static backoff of %d ms applies",
-                self["retry.backoff.ms"],
-                self["retry.backoff.max.ms"],
-                self["retry.backoff.max.ms"],
-            )
-
-    def _reconnect_backoff(self) -> None:
-        if self.is_set("reconnect.backoff.ms") and not self.is_set(
-            "reconnect.backoff.max.ms"
-        ):
-            self._set("reconnect.backoff.max.ms", self["reconnect.backoff.ms"])
 
     def _idempotence(self) -> None:
         explicit = self.is_set("enable.idempotence")

@@ -1,4 +1,4 @@
-"""Compression codecs exactly as Kafka frames them (notes §2.5).
+"""Compression codecs exactly as Kafka frames them (Kafka's CompressionType and its codecs).
 
 * gzip: one RFC 1952 member on write; any number of members on read.
 * snappy: raw snappy on write (as librdkafka); on read the xerial framing that Java and
@@ -28,6 +28,7 @@ from samsa.records.batch_header import Compression
 from samsa.records.scratch import scratch_buffer
 
 __all__ = [
+    "LEVEL_RANGES",
     "LZ4_FRAME_HEADER",
     "LZ4_FRAME_MAGIC",
     "XERIAL_MAGIC",
@@ -44,7 +45,8 @@ GZIP_DEFAULT_LEVEL = -1
 LZ4_DEFAULT_LEVEL = 9
 ZSTD_DEFAULT_LEVEL = 3
 
-_LEVEL_RANGES: dict[Compression, tuple[int, int]] = {
+# Kafka's compression.<codec>.level bounds (GzipCompression, Lz4Compression, ZstdCompression).
+LEVEL_RANGES: dict[Compression, tuple[int, int]] = {
     Compression.GZIP: (1, 9),
     Compression.LZ4: (1, 17),
     Compression.ZSTD: (-131072, 22),
@@ -72,9 +74,9 @@ def validate_level(codec: Compression, level: int | None) -> int | None:
     codec = Compression(codec)
     if level is None:
         return default_level(codec)
-    if codec not in _LEVEL_RANGES:
+    if codec not in LEVEL_RANGES:
         raise ValueError(f"{codec.name.lower()} has no compression level (got {level})")
-    low, high = _LEVEL_RANGES[codec]
+    low, high = LEVEL_RANGES[codec]
     if codec == Compression.GZIP and level == GZIP_DEFAULT_LEVEL:
         return level
     if not low <= level <= high:

@@ -145,6 +145,51 @@ def test_every_setting_the_log_and_handlers_read_is_known() -> None:
         assert cfg[name] == default, name
 
 
+# Kafka's topic config defaults (TopicConfig / LogConfig), as DescribeConfigs shows them.
+KAFKA_TOPIC_DEFAULTS = {
+    "cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
+    "compression.lz4.level": "9", "compression.zstd.level": "3",
+    "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
+    "flush.messages": str(2**63 - 1), "flush.ms": str(2**63 - 1), "index.interval.bytes": "4096",
+    "max.compaction.lag.ms": str(2**63 - 1), "max.message.bytes": "1048588",
+    "message.downconversion.enable": "true", "message.timestamp.after.max.ms": "3600000",
+    "message.timestamp.before.max.ms": str(2**63 - 1), "message.timestamp.type": "CreateTime",
+    "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0", "min.insync.replicas": "1",
+    "preallocate": "false", "retention.bytes": "-1", "retention.ms": "604800000",
+    "segment.bytes": "1073741824", "segment.index.bytes": "10485760", "segment.jitter.ms": "0",
+    "segment.ms": "604800000", "unclean.leader.election.enable": "false",
+}
+
+
+def test_topic_config_defaults_are_their_broker_settings_defaults() -> None:
+    from samsa.broker.apis.topic_configs import TOPIC_CONFIGS
+    from samsa.broker.config import BROKER_CONFIG
+
+    assert {name: d.default for name, d in TOPIC_CONFIGS.items()} == KAFKA_TOPIC_DEFAULTS
+    for d in TOPIC_CONFIGS.values():
+        # One declaration: every synonym is a broker setting with a matching value type.
+        assert d.synonym in BROKER_CONFIG, d.synonym
+        if d.name != "cleanup.policy":  # a LIST topic config, a comma-separated broker string
+            assert d.type.name == BROKER_CONFIG[d.synonym].type.name, d.name
+
+
+def test_dynamic_broker_configs_are_static_settings_too() -> None:
+    from samsa.broker.apis.topic_configs import TOPIC_CONFIGS
+    from samsa.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
+
+    defaults = {d.synonym: d.default for d in TOPIC_CONFIGS.values()}
+    for name in DYNAMIC_BROKER_CONFIGS:
+        # Settable in server.properties with the value DescribeConfigs reports as default.
+        BrokerConfig({name: defaults.get(name, "86400000")})
+
+
+def test_log_config_defaults_are_the_broker_defaults() -> None:
+    from samsa.broker.log.config import LogConfig
+
+    assert LogConfig() == LogConfig.from_configs(BrokerConfig())
+    assert LogConfig() == LogConfig.from_configs(None)
+
+
 def test_properties_format() -> None:
     text = (
         "# comment\n"

@@ -10,6 +10,7 @@ from typing import Any
 
 from samsa.broker.apis.context import BrokerNode
 from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.config import BROKER_CONFIG
 from samsa.broker.dynamic_config import DynamicBrokerConfig
 from samsa.broker.group import GroupCoordinator
 from samsa.broker.log import Log, LogManager, TopicInfo
@@ -19,15 +20,11 @@ from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
 
-# Broker settings the handlers read, beyond the log settings (Kafka's names and defaults).
-HANDLER_DEFAULTS: dict[str, Any] = {
-    "auto.create.topics.enable": True,
-    "default.replication.factor": 1,
-    "delete.topic.enable": True,
-    "min.insync.replicas": 1,
-    "compression.type": "producer",
-    "log.message.downconversion.enable": True,
-}
+# Broker settings the handlers read, beyond the log settings, with BROKER_CONFIG's defaults.
+HANDLER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in (
+    "auto.create.topics.enable", "default.replication.factor", "delete.topic.enable",
+    "min.insync.replicas", "compression.type", "log.message.downconversion.enable",
+)}
 
 
 def as_bool(value: Any) -> bool:

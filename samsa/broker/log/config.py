@@ -3,6 +3,12 @@
 The broker is configured with Kafka's broker names (``log.segment.bytes``, ``log.retention.ms``,
 ...); a topic may override the matching topic-level names (``segment.bytes``, ``retention.ms``,
 ...), exactly as in Kafka.  ``LogConfig`` is the resolved, typed view one ``Log`` uses.
+
+One source: the broker settings and their defaults are declared once, in
+:data:`samsa.broker.config.BROKER_CONFIG`; :data:`TOPIC_SETTINGS` declares each topic config
+once with the broker setting that supplies its default.  ``BROKER_DEFAULTS``,
+``TOPIC_TO_BROKER``, the ``LogConfig`` defaults, DescribeConfigs' topic table
+(``samsa.broker.apis.topic_configs``) and the dynamic broker configs derive from these two.
 """
 
 from __future__ import annotations
@@ -11,69 +17,112 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from samsa.broker.config import BROKER_CONFIG
+from samsa.config import Type
 from samsa.errors import ConfigError, InvalidConfigError
 
 __all__ = [
     "BROKER_DEFAULTS",
     "LONG_MAX",
+    "TOPIC_SETTINGS",
     "TOPIC_TO_BROKER",
     "LogConfig",
+    "TopicSetting",
+    "broker_default",
     "resolve_broker_config",
     "validate_topic_configs",
 ]
 
 LONG_MAX = (1 << 63) - 1
-_DAY_MS = 24 * 60 * 60 * 1000
 
-# Kafka broker settings this package reads, with Kafka's defaults.  ``None`` means "unset"
-# (for log.flush.interval.ms Kafka falls back to log.flush.scheduler.interval.ms = Long.MAX).
-BROKER_DEFAULTS: dict[str, Any] = {
-    "log.segment.bytes": 1024 * 1024 * 1024,
-    "log.roll.ms": None,  # falls back to log.roll.hours
-    "log.roll.hours": 168,
-    "log.retention.ms": None,  # falls back to log.retention.minutes, then .hours
-    "log.retention.minutes": None,
-    "log.retention.hours": 168,
-    "log.retention.bytes": -1,
-    "log.retention.check.interval.ms": 300_000,
-    "log.index.interval.bytes": 4096,
-    "log.index.size.max.bytes": 10 * 1024 * 1024,
-    "log.flush.interval.messages": LONG_MAX,
-    "log.flush.interval.ms": None,
-    "log.flush.scheduler.interval.ms": LONG_MAX,
-    "log.flush.offset.checkpoint.interval.ms": 60_000,
-    "log.flush.start.offset.checkpoint.interval.ms": 60_000,
-    "log.segment.delete.delay.ms": 60_000,
-    "log.message.timestamp.type": "CreateTime",
-    "log.message.timestamp.after.max.ms": 3_600_000,
-    "log.message.timestamp.before.max.ms": LONG_MAX,
-    "log.cleanup.policy": "delete",
-    "message.max.bytes": 1_048_588,
-    "num.partitions": 1,
-    "producer.id.expiration.ms": _DAY_MS,
-    "producer.id.expiration.check.interval.ms": 600_000,
-}
 
-# Topic-level name -> the broker setting that supplies its default.
-TOPIC_TO_BROKER: dict[str, str] = {
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "segment.index.bytes": "log.index.size.max.bytes",
-    "flush.messages": "log.flush.interval.messages",
-    "flush.ms": "log.flush.interval.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "cleanup.policy": "log.cleanup.policy",
-    "file.delete.delay.ms": "log.segment.delete.delay.ms",
-}
+@dataclass(frozen=True, slots=True)
+class TopicSetting:
+    """A topic-level config: its type (as DescribeConfigs reports it) and the broker setting
+    that supplies its default (Kafka's ServerTopicConfigSynonyms); the default itself is that
+    broker setting's, declared once in :data:`samsa.broker.config.BROKER_CONFIG`."""
 
-_INT_SETTINGS = [n for n, v in BROKER_DEFAULTS.items() if v is None or isinstance(v, int)]
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+    name: str
+    type: Type
+    synonym: str
+    doc: str = ""
+
+
+# Every topic config Kafka's TopicConfig defines that this broker accepts.  Those the log
+# does not act on (compaction, min.insync.replicas, ...) are accepted and reported, as a
+# single-node Kafka would, so that admin tools and clients that set them keep working.
+TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
+    TopicSetting("cleanup.policy", Type.LIST, "log.cleanup.policy",
+                 "delete (retention) and/or compact; compaction is not implemented"),
+    TopicSetting("compression.type", Type.STRING, "compression.type",
+                 "final compression of the topic's batches; only 'producer' is applied"),
+    TopicSetting("compression.gzip.level", Type.INT, "compression.gzip.level"),
+    TopicSetting("compression.lz4.level", Type.INT, "compression.lz4.level"),
+    TopicSetting("compression.zstd.level", Type.INT, "compression.zstd.level"),
+    TopicSetting("delete.retention.ms", Type.LONG, "log.cleaner.delete.retention.ms",
+                 "how long delete tombstones are kept on compacted topics"),
+    TopicSetting("file.delete.delay.ms", Type.LONG, "log.segment.delete.delay.ms",
+                 "delay before a deleted segment's files are removed"),
+    TopicSetting("flush.messages", Type.LONG, "log.flush.interval.messages",
+                 "fsync after this many messages"),
+    TopicSetting("flush.ms", Type.LONG, "log.flush.interval.ms",
+                 "fsync after this many milliseconds"),
+    TopicSetting("index.interval.bytes", Type.INT, "log.index.interval.bytes",
+                 "bytes between offset index entries"),
+    TopicSetting("max.compaction.lag.ms", Type.LONG, "log.cleaner.max.compaction.lag.ms"),
+    TopicSetting("max.message.bytes", Type.INT, "message.max.bytes",
+                 "largest record batch the topic accepts"),
+    TopicSetting("message.downconversion.enable", Type.BOOLEAN,
+                 "log.message.downconversion.enable",
+                 "convert records for Fetch v0-3 (magic 0/1); if false they get "
+                 "UNSUPPORTED_VERSION (KIP-283)"),
+    TopicSetting("message.timestamp.after.max.ms", Type.LONG,
+                 "log.message.timestamp.after.max.ms"),
+    TopicSetting("message.timestamp.before.max.ms", Type.LONG,
+                 "log.message.timestamp.before.max.ms"),
+    TopicSetting("message.timestamp.type", Type.STRING, "log.message.timestamp.type",
+                 "CreateTime or LogAppendTime"),
+    TopicSetting("min.cleanable.dirty.ratio", Type.DOUBLE, "log.cleaner.min.cleanable.ratio"),
+    TopicSetting("min.compaction.lag.ms", Type.LONG, "log.cleaner.min.compaction.lag.ms"),
+    TopicSetting("min.insync.replicas", Type.INT, "min.insync.replicas",
+                 "always satisfied on a single node"),
+    TopicSetting("preallocate", Type.BOOLEAN, "log.preallocate"),
+    TopicSetting("retention.bytes", Type.LONG, "log.retention.bytes",
+                 "delete old segments beyond this size (-1: no limit)"),
+    TopicSetting("retention.ms", Type.LONG, "log.retention.ms",
+                 "delete segments older than this (-1: keep forever)"),
+    TopicSetting("segment.bytes", Type.INT, "log.segment.bytes",
+                 "segment file size at which a new segment is rolled"),
+    TopicSetting("segment.index.bytes", Type.INT, "log.index.size.max.bytes"),
+    TopicSetting("segment.jitter.ms", Type.LONG, "log.roll.jitter.ms"),
+    TopicSetting("segment.ms", Type.LONG, "log.roll.ms",
+                 "segment age at which a new segment is rolled"),
+    TopicSetting("unclean.leader.election.enable", Type.BOOLEAN,
+                 "unclean.leader.election.enable"),
+]}
+
+# The topic configs LogConfig acts on -> the broker setting that supplies each default.
+TOPIC_TO_BROKER: dict[str, str] = {name: TOPIC_SETTINGS[name].synonym for name in (
+    "segment.bytes", "segment.ms", "retention.ms", "retention.bytes", "index.interval.bytes",
+    "segment.index.bytes", "flush.messages", "flush.ms", "max.message.bytes",
+    "message.timestamp.type", "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms", "cleanup.policy", "file.delete.delay.ms",
+)}
+
+# The broker settings this package reads (the synonyms above and their coarser-unit
+# fallbacks, housekeeping intervals), with BROKER_CONFIG's (Kafka's) defaults.  ``None`` means
+# "unset": log.roll.ms falls back to log.roll.hours, log.retention.ms to .minutes then
+# .hours, log.flush.interval.ms to log.flush.scheduler.interval.ms (Long.MAX).
+BROKER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in (
+    *TOPIC_TO_BROKER.values(),
+    "log.roll.hours", "log.retention.minutes", "log.retention.hours",
+    "log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
+    "num.partitions", "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
+)}
+
+_INT_SETTINGS = [n for n in BROKER_DEFAULTS if BROKER_CONFIG[n].type in (Type.INT, Type.LONG)]
+_TIMESTAMP_TYPES = BROKER_CONFIG["log.message.timestamp.type"].choices  # CreateTime, LogAppendTime
 _MIN_SEGMENT_BYTES = 14  # Kafka's hard floor (one empty batch header fits); it warns below 1 MiB
 
 
@@ -160,26 +209,43 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
     return result
 
 
+def broker_default(name: str) -> Any:
+    """Kafka's default of broker setting ``name``, with an unset ``.ms`` setting resolved from
+    its coarser-unit fallback (log.roll.ms from log.roll.hours, ...)."""
+    if name in _RESOLVED_DEFAULTS:
+        return _RESOLVED_DEFAULTS[name]
+    default = BROKER_CONFIG[name].default
+    hours = name.removesuffix(".ms") + ".hours"  # log.roll.jitter.ms <- log.roll.jitter.hours
+    if default is None and name.endswith(".ms") and hours in BROKER_CONFIG:
+        return BROKER_CONFIG[hours].default * 3_600_000
+    return default
+
+
+_RESOLVED_DEFAULTS = resolve_broker_config(None)
+_D = _RESOLVED_DEFAULTS
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """The settings one partition's log runs with (topic overrides applied)."""
+    """The settings one partition's log runs with (topic overrides applied); the defaults are
+    the broker's (BROKER_DEFAULTS resolved)."""
 
-    segment_bytes: int = BROKER_DEFAULTS["log.segment.bytes"]
-    segment_ms: int = 168 * 3_600_000
-    retention_ms: int = 168 * 3_600_000
-    retention_bytes: int = -1
-    index_interval_bytes: int = 4096
-    segment_index_bytes: int = 10 * 1024 * 1024
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    max_message_bytes: int = 1_048_588
-    log_append_time: bool = False
+    segment_bytes: int = _D["log.segment.bytes"]
+    segment_ms: int = _D["log.roll.ms"]
+    retention_ms: int = _D["log.retention.ms"]
+    retention_bytes: int = _D["log.retention.bytes"]
+    index_interval_bytes: int = _D["log.index.interval.bytes"]
+    segment_index_bytes: int = _D["log.index.size.max.bytes"]
+    flush_messages: int = _D["log.flush.interval.messages"]
+    flush_ms: int = _D["log.flush.interval.ms"]
+    max_message_bytes: int = _D["message.max.bytes"]
+    log_append_time: bool = _D["log.message.timestamp.type"] == "LogAppendTime"
     # CreateTime bounds (KIP-937): how far a batch's timestamps may lead / trail the clock.
-    timestamp_after_max_ms: int = 3_600_000
-    timestamp_before_max_ms: int = LONG_MAX
-    cleanup_policy: str = "delete"
-    file_delete_delay_ms: int = 60_000
-    producer_id_expiration_ms: int = _DAY_MS
+    timestamp_after_max_ms: int = _D["log.message.timestamp.after.max.ms"]
+    timestamp_before_max_ms: int = _D["log.message.timestamp.before.max.ms"]
+    cleanup_policy: str = _D["log.cleanup.policy"]
+    file_delete_delay_ms: int = _D["log.segment.delete.delay.ms"]
+    producer_id_expiration_ms: int = _D["producer.id.expiration.ms"]
 
     @classmethod
     def from_configs(
