@@ -1,4 +1,5 @@
-"""An immutable snapshot of cluster metadata: nodes, partitions, leaders, topic ids.
+"""An immutable snapshot of cluster metadata: nodes, partitions, leaders, topic ids; and
+:class:`ClusterView`, the producer's per-snapshot cached questions to it.
 
 ``Metadata`` (samsa/net/metadata.py) swaps in a new ``Cluster`` on every update, so readers on
 other threads (the producer's ``send()``, the partitioner) take one reference and see a
@@ -165,9 +166,6 @@ class Cluster:
     def topics(self) -> frozenset[str]:
         return frozenset(self._by_topic)
 
-    def all_partitions(self) -> Iterable[PartitionInfo]:
-        return self._partitions.values()
-
     def topic_id(self, topic: str) -> object | None:
         return self.topic_ids.get(topic)
 
@@ -175,3 +173,52 @@ class Cluster:
         kind = "bootstrap " if self.is_bootstrap else ""
         return (f"Cluster({kind}id={self.cluster_id!r}, nodes={list(self.nodes)}, "
                 f"topics={sorted(self._by_topic)}, controller={self.controller})")
+
+
+class ClusterView:
+    """The producer's view of one immutable :class:`Cluster` snapshot, answers cached per
+    snapshot: the partitioner's ``ClusterView`` protocol and the accumulator's
+    ``AccumulatorCluster`` (samsa.producer), by (topic, partition) and node id."""
+
+    __slots__ = ("_available", "_by_node", "_counts", "cluster")
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._by_node: dict[int, list[tuple[str, int]]] = {}
+        self._available: dict[str, list[int]] = {}
+        self._counts: dict[str, int | None] = {}
+
+    def partition_count(self, topic: str) -> int | None:
+        try:
+            return self._counts[topic]
+        except KeyError:
+            count = self._counts[topic] = self.cluster.partition_count_for_topic(topic)
+            return count
+
+    def available_partitions(self, topic: str) -> list[int]:
+        available = self._available.get(topic)
+        if available is None:
+            available = self._available[topic] = [
+                p.partition for p in self.cluster.available_partitions_for_topic(topic)
+            ]
+        return available
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        info = self.cluster.partition(TopicPartition(topic, partition))
+        if info is None or info.leader is None:
+            return None
+        return int(info.leader.id)
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int | None:
+        info = self.cluster.partition(TopicPartition(topic, partition))
+        if info is None or info.leader_epoch < 0:
+            return None
+        return int(info.leader_epoch)
+
+    def partitions_for_node(self, node_id: int) -> list[tuple[str, int]]:
+        parts = self._by_node.get(node_id)
+        if parts is None:
+            parts = self._by_node[node_id] = sorted(
+                (p.topic, p.partition) for p in self.cluster.partitions_for_node(node_id)
+            )
+        return parts

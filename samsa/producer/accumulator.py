@@ -1,9 +1,11 @@
 """RecordAccumulator: per-partition queues of batches between send() and the Sender thread.
 
-The architecture of Kafka's Java ``RecordAccumulator`` (seeds 000/002, modern 4.x behaviour):
+The architecture of Kafka's Java ``RecordAccumulator`` (Kafka 4.x behaviour):
 
-* ``append`` (caller's thread; ``append_to_last`` is its one-call fast path for the common
-  case, the last batch taking the record): per topic a dict partition -> deque
+* ``append`` (one record) and ``append_many`` (a run of records) are thin callers of one
+  routine, ``_append``; ``append_to_last`` is send()'s one-call fast path for the common
+  case, ``_append``'s first step inlined (the last batch taking the record).  Per topic a
+  dict partition -> deque
   of :class:`~samsa.producer.batch.ProducerBatch`, each deque with its own lock.  Try the
   deque's last batch under the lock; if it is full, allocate memory from the
   :class:`~samsa.producer.buffer_pool.BufferPool` *outside* the lock (this may block up to
@@ -27,8 +29,8 @@ The architecture of Kafka's Java ``RecordAccumulator`` (seeds 000/002, modern 4.
   partition when ordering requires it), ``deallocate(batch)`` after completion,
   ``begin_flush/await_flush_completion``, ``abort_incomplete_batches`` for close(timeout=0).
 
-All ``now_ms`` values come from one monotonic clock, :func:`monotonic_ms` (record timestamps
-are wall-clock and separate).  The cluster view is the small :class:`AccumulatorCluster`
+All ``now_ms`` values come from the producer's one clock (``clock``, a
+:class:`~samsa.net.clock.Time`: monotonic int ms; tests inject a MockClock).  The cluster view is the small :class:`AccumulatorCluster`
 protocol; the transaction manager (idempotence) the :class:`TransactionManagerView` protocol.
 """
 
@@ -49,12 +51,12 @@ from samsa.errors import (
 from samsa.net.backoff import (
     ExponentialBackoff,  # re-exported: the producer's retry backoff
 )
+from samsa.net.clock import SYSTEM_CLOCK, Time
 from samsa.producer.batch import (
     CompressionRatioEstimator,
     ProducerBatch,
     TopicPartition,
     estimate_size_upper_bound,
-    monotonic_ms,
 )
 from samsa.producer.buffer_pool import BufferPool
 from samsa.producer.future import ProduceRequestResult, RecordCallback, RecordFuture
@@ -77,7 +79,6 @@ __all__ = [
     "RecordAccumulator",
     "RecordAppendResult",
     "TransactionManagerView",
-    "monotonic_ms",
 ]
 
 MAX_DELAY_MS = 2**63 - 1
@@ -164,9 +165,94 @@ def _last_full(dq: deque[ProducerBatch]) -> bool:
     return last.appends_closed or last.size >= last.size_limit
 
 
+def _no_wakeup() -> None:
+    """append()'s wakeup: its caller wakes the Sender from the result."""
+
+
+class _OneRecord:
+    """append()'s record, as a run of one for :meth:`RecordAccumulator._append`."""
+
+    __slots__ = ("callback", "future", "headers", "key", "timestamp", "value")
+
+    def __init__(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: RecordCallback | None,
+    ) -> None:
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.callback = callback
+        self.future: RecordFuture | None = None
+
+    def into(self, batch: ProducerBatch, start: int, end: int, now_ms: int) -> int:
+        """Under the deque lock: append the record to ``batch``; the index after it if taken."""
+        future = batch.try_append(self.timestamp, self.key, self.value, self.headers, self.callback, now_ms)
+        if future is None:
+            return start
+        self.future = future
+        return start + 1
+
+    def upper_bound(self, index: int) -> int:
+        return estimate_size_upper_bound(self.key, self.value, self.headers)
+
+
+class _RecordRun:
+    """append_many()'s columns of records, appended in runs for :meth:`RecordAccumulator._append`."""
+
+    __slots__ = ("callback", "headers", "keys", "timestamps", "values")
+
+    future = None  # no per-record futures
+
+    def __init__(
+        self,
+        timestamps: int | Sequence[int | None],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header] | None] | None,
+        callback: RecordCallback | None,
+    ) -> None:
+        self.timestamps = timestamps
+        self.keys = keys
+        self.values = values
+        self.headers = headers
+        self.callback = callback
+
+    def into(self, batch: ProducerBatch, start: int, end: int, now_ms: int) -> int:
+        """Under the deque lock: records ``start`` .. into ``batch``; the first one not taken."""
+        builder = batch.builder
+        before = builder.record_count
+        keys, values, timestamps = self.keys, self.values, self.timestamps
+        stop = builder.append_many(timestamps, keys, values, self.headers, start, end)
+        if stop > start:
+            batch.last_append_ms = now_ms
+            batch.size = builder.estimated_size
+            callback = self.callback
+            if callback is not None:
+                first_key = None if keys is None else keys[start]
+                first_value = values[start]
+                ts = timestamps if isinstance(timestamps, int) else timestamps[start]
+                batch.thunks.append((callback, RecordFuture(
+                    batch.result, before, -1 if ts is None else ts,
+                    -1 if first_key is None else len(first_key),
+                    -1 if first_value is None else len(first_value),
+                )))
+        return stop
+
+    def upper_bound(self, index: int) -> int:
+        return estimate_size_upper_bound(
+            None if self.keys is None else self.keys[index], self.values[index],
+            None if self.headers is None else self.headers[index],
+        )
+
+
 class ReadyCheckResult(NamedTuple):
     ready_nodes: set[int]
-    next_ready_check_delay_ms: int
+    next_ready_check_delay_ms: float  # the retry backoff has jitter
     unknown_leader_topics: set[str]
 
 
@@ -249,7 +335,7 @@ class RecordAccumulator:
         enable_adaptive_partitioning: bool = True,
         partition_availability_timeout_ms: int = 0,
         transaction_manager: TransactionManagerView | None = None,
-        clock: Callable[[], int] | None = None,
+        clock: Time = SYSTEM_CLOCK,
     ) -> None:
         if isinstance(compression, str):
             compression = Compression[compression.upper()]
@@ -268,7 +354,7 @@ class RecordAccumulator:
         self._adaptive = enable_adaptive_partitioning
         self._availability_timeout_ms = partition_availability_timeout_ms
         self._tm = transaction_manager
-        self._clock = monotonic_ms if clock is None else clock
+        self._clock = clock
         self._estimator = CompressionRatioEstimator()
         self._topics: dict[str, _TopicInfo] = {}
         self._topics_lock = threading.Lock()
@@ -289,6 +375,7 @@ class RecordAccumulator:
         cls,
         config: Mapping[str, Any],
         transaction_manager: TransactionManagerView | None = None,
+        clock: Time = SYSTEM_CLOCK,
     ) -> RecordAccumulator:
         """Build from a :class:`~samsa.producer.config.ProducerConfig`, with its own BufferPool."""
         batch_size = max(1, config["batch.size"])
@@ -296,7 +383,7 @@ class RecordAccumulator:
         level_key = f"compression.{codec}.level"
         return cls(
             batch_size,
-            BufferPool(config["buffer.memory"], batch_size),
+            BufferPool(config["buffer.memory"], batch_size, clock),
             compression=codec,
             compression_level=config.get(level_key),
             linger_ms=config["linger.ms"],
@@ -310,6 +397,7 @@ class RecordAccumulator:
                 "partitioner.availability.timeout.ms"
             ],
             transaction_manager=transaction_manager,
+            clock=clock,
         )
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -389,91 +477,10 @@ class RecordAccumulator:
         Raises BufferExhaustedError after ``max_time_to_block_ms`` without memory, and
         ProducerClosedError once the accumulator is closed.
         """
-        info = self._topics.get(topic)
-        if info is None:
-            info = self._topic_info(topic)
-        partitioner = info.partitioner
-        in_progress = self._appends_in_progress
-        in_progress.append(None)
-        buffer: bytearray | None = None
-        try:
-            while True:
-                sticky: StickyPartitionInfo | None
-                if partition == UNKNOWN_PARTITION:
-                    sticky = partitioner._sticky
-                    if sticky is None:
-                        sticky = partitioner.peek_current_partition_info(cluster)
-                    effective = sticky.partition
-                else:
-                    sticky = None
-                    effective = partition
-                dq = info.batches.get(effective)
-                if dq is None:
-                    dq = self._deque_for(info, effective)
-                with dq.lock:
-                    if sticky is not None and self._partition_changed(
-                        partitioner, sticky, dq, cluster
-                    ):
-                        continue
-                    result = self._try_append(
-                        timestamp,
-                        key,
-                        value,
-                        headers,
-                        callback,
-                        dq,
-                        now_ms,
-                        effective,
-                        sticky,
-                    )
-                    if result is not None:
-                        if sticky is not None:
-                            # Switch only once the partition's last batch is full (or at 2x batch size).
-                            partitioner.update_partition_info(
-                                sticky, result[4], cluster, result[1] and _last_full(dq)
-                            )
-                        return result
-
-                if abort_on_new_batch:
-                    return _new_result((None, False, False, True, 0, effective))
-
-                if buffer is None:
-                    size = max(
-                        self._batch_size, estimate_size_upper_bound(key, value, headers)
-                    )
-                    # May block for max.block.ms; no deque lock is held here.
-                    buffer = self._free.allocate(size, max_time_to_block_ms)
-                    now_ms = self._clock()
-
-                with dq.lock:
-                    if sticky is not None and self._partition_changed(
-                        partitioner, sticky, dq, cluster
-                    ):
-                        continue
-                    result = self._append_new_batch(
-                        topic,
-                        effective,
-                        dq,
-                        timestamp,
-                        key,
-                        value,
-                        headers,
-                        callback,
-                        buffer,
-                        now_ms,
-                        sticky,
-                    )
-                    if result.new_batch_created:
-                        buffer = None  # owned by the batch now
-                    if sticky is not None:
-                        partitioner.update_partition_info(
-                            sticky, result.appended_bytes, cluster, _last_full(dq)
-                        )
-                    return result
-        finally:
-            if buffer is not None:
-                self._free.deallocate(buffer)
-            in_progress.pop()
+        return self._append(
+            topic, partition, _OneRecord(timestamp, key, value, headers, callback), 1,
+            max_time_to_block_ms, now_ms, cluster, _no_wakeup, abort_on_new_batch,
+        )
 
     def append_to_last(
         self,
@@ -488,7 +495,8 @@ class RecordAccumulator:
         cluster: ClusterView,
         wakeup: Callable[[], object],
     ) -> RecordFuture | None:
-        """send()'s fast path: append to the partition's open last batch, in one call.
+        """send()'s fast path: :meth:`_append`'s first step (the partition's open last batch
+        takes the record) for one record, inlined, in one call.
 
         Returns the record's future, or None when :meth:`append` must run instead (no open
         batch, a sticky partition switch pending, closed).  Calls ``wakeup()`` where append()
@@ -501,7 +509,7 @@ class RecordAccumulator:
         sticky: StickyPartitionInfo | None
         if partition == UNKNOWN_PARTITION:
             partitioner = info.partitioner
-            sticky = partitioner._sticky
+            sticky = partitioner.sticky_info
             if sticky is None:
                 return None
             dq = info.batches.get(sticky.partition)
@@ -518,7 +526,7 @@ class RecordAccumulator:
             if (
                 last.appends_closed
                 or before >= last.size_limit
-                or (sticky is not None and partitioner._sticky is not sticky)
+                or (sticky is not None and partitioner.sticky_info is not sticky)
             ):
                 return None
             # ProducerBatch.try_append, inlined: this runs for nearly every record.
@@ -571,21 +579,51 @@ class RecordAccumulator:
         run went into (called with the run's first record).  Wakes the Sender whenever a
         batch filled up or was created.
         """
+        if not values:
+            return
+        result = self._append(
+            topic, partition, _RecordRun(timestamps, keys, values, headers, callback), len(values),
+            max_time_to_block_ms, now_ms, cluster, wakeup, False,
+        )
+        if result[1] or result[2]:
+            wakeup()
+
+    def _append(
+        self,
+        topic: str,
+        partition: int,
+        records: _OneRecord | _RecordRun,
+        end: int,
+        max_time_to_block_ms: float,
+        now_ms: int,
+        cluster: ClusterView,
+        wakeup: Callable[[], object],
+        abort_on_new_batch: bool,
+    ) -> RecordAppendResult:
+        """The append routine: records ``0 .. end`` of ``records`` in order into the partition's
+        batches (Java's RecordAccumulator.append, looping for a run of records).
+
+        Each round: pick the partition (the sticky one for UNKNOWN_PARTITION), fill its open
+        last batch under the deque lock; if records are left, allocate memory outside the lock
+        (blocking at most ``max_time_to_block_ms`` over all rounds), then, under the lock again,
+        open a new batch unless another thread did meanwhile.  ``wakeup()`` is called for every
+        batch that filled up or was created before the last round; the result describes the
+        last round (its ``future`` is the single record's, None for a run).
+        """
         info = self._topics.get(topic)
         if info is None:
             info = self._topic_info(topic)
         partitioner = info.partitioner
         deadline = now_ms + max_time_to_block_ms
-        end = len(values)
         i = 0
         in_progress = self._appends_in_progress
         in_progress.append(None)
         buffer: bytearray | None = None
         try:
-            while i < end:
+            while True:
                 sticky: StickyPartitionInfo | None
                 if partition == UNKNOWN_PARTITION:
-                    sticky = partitioner._sticky
+                    sticky = partitioner.sticky_info
                     if sticky is None:
                         sticky = partitioner.peek_current_partition_info(cluster)
                     effective = sticky.partition
@@ -598,184 +636,77 @@ class RecordAccumulator:
                 with dq.lock:
                     if self._closed:
                         raise ProducerClosedError("Producer closed while send in progress")
-                    if sticky is not None and self._partition_changed(partitioner, sticky, dq, cluster):
+                    if sticky is not None and partitioner.partition_changed(sticky, _last_full(dq), cluster):
                         continue
                     if dq:
                         last = dq[-1]
                         before = last.size
                         if not last.appends_closed and before < last.size_limit:
-                            i = self._append_run(last, timestamps, keys, values, headers, i, end,
-                                                 now_ms, callback)
+                            start = i
+                            i = records.into(last, i, end, now_ms)
                             if i < end:
                                 last.appends_closed = True  # record i did not fit
-                            if sticky is not None:
-                                partitioner.update_partition_info(sticky, last.size - before, cluster,
-                                                                  _last_full(dq))
-                            if i >= end:
-                                if len(dq) > 1 or last.size >= last.size_limit:
-                                    wakeup()
-                                return
-                            wakeup()
-                            continue
+                            if i > start:
+                                size = last.size
+                                if sticky is not None:
+                                    partitioner.update_partition_info(sticky, size - before, cluster,
+                                                                      _last_full(dq))
+                                if i >= end:
+                                    full = len(dq) > 1 or size >= last.size_limit
+                                    return _new_result((records.future, full, False, False,
+                                                        size - before, effective))
+                                wakeup()
+                                continue
+                            wakeup()  # closed without taking a record: ready to send
+
+                if abort_on_new_batch:
+                    return _new_result((None, False, False, True, 0, effective))
+
                 if buffer is None:
-                    first_headers = None if headers is None else headers[i]
-                    size = max(self._batch_size, estimate_size_upper_bound(
-                        None if keys is None else keys[i], values[i], first_headers))
-                    # May block; no deque lock is held here.
-                    buffer = self._free.allocate(size, max(0, deadline - self._clock()))
-                    now_ms = self._clock()
+                    size = max(self._batch_size, records.upper_bound(i))
+                    # May block for max.block.ms; no deque lock is held here.
+                    buffer = self._free.allocate(size, max(0, deadline - self._clock.milliseconds()))
+                    now_ms = self._clock.milliseconds()
+
                 with dq.lock:
                     if self._closed:
                         raise ProducerClosedError("Producer closed while send in progress")
-                    if sticky is not None and self._partition_changed(partitioner, sticky, dq, cluster):
+                    if sticky is not None and partitioner.partition_changed(sticky, _last_full(dq), cluster):
                         continue
-                    if dq and not dq[-1].appends_closed and dq[-1].size < dq[-1].size_limit:
+                    if not _last_full(dq):
                         continue  # another thread opened a batch meanwhile; fill that one first
-                    builder = RecordBatchBuilder(
-                        compression=self._compression,
-                        compression_level=self._compression_level,
-                        batch_size_limit=len(buffer),
-                        estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
+                    batch = ProducerBatch(
+                        TopicPartition(topic, effective),
+                        RecordBatchBuilder(
+                            compression=self._compression,
+                            compression_level=self._compression_level,
+                            batch_size_limit=len(buffer),
+                            estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
+                        ),
+                        now_ms,
+                        buffer=buffer,
+                        initial_capacity=len(buffer),
                     )
-                    batch = ProducerBatch(TopicPartition(topic, effective), builder, now_ms,
-                                          buffer=buffer, initial_capacity=len(buffer))
+                    start = i
+                    i = records.into(batch, i, end, now_ms)
+                    if i == start:  # the records builder always takes a first record
+                        raise IllegalStateError(f"a new batch for {topic}-{effective} refused its first record")
                     buffer = None  # owned by the batch now
                     dq.append(batch)
                     self._incomplete.add(batch)
-                    i = self._append_run(batch, timestamps, keys, values, headers, i, end, now_ms, callback)
                     if i < end:
                         batch.appends_closed = True
                     if sticky is not None:
                         partitioner.update_partition_info(sticky, batch.size, cluster, _last_full(dq))
+                    if i >= end:
+                        return _new_result((records.future, len(dq) > 1 or batch.is_full(), True, False,
+                                            batch.size, effective))
                 wakeup()
         finally:
             if buffer is not None:
                 self._free.deallocate(buffer)
             in_progress.pop()
 
-    @staticmethod
-    def _append_run(
-        batch: ProducerBatch,
-        timestamps: int | Sequence[int | None],
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes | None],
-        headers: Sequence[Sequence[Header] | None] | None,
-        start: int,
-        end: int,
-        now_ms: int,
-        callback: RecordCallback | None,
-    ) -> int:
-        """Under the deque lock: records ``start`` .. into ``batch``; the first one not taken."""
-        builder = batch.builder
-        before = builder.record_count
-        stop = builder.append_many(timestamps, keys, values, headers, start, end)
-        if stop > start:
-            batch.last_append_ms = now_ms
-            batch.size = builder.estimated_size
-            if callback is not None:
-                first_key = None if keys is None else keys[start]
-                first_value = values[start]
-                ts = timestamps if isinstance(timestamps, int) else timestamps[start]
-                batch.thunks.append((callback, RecordFuture(
-                    batch.result, before, -1 if ts is None else ts,
-                    -1 if first_key is None else len(first_key),
-                    -1 if first_value is None else len(first_value),
-                )))
-        return stop
-
-    @staticmethod
-    def _partition_changed(
-        partitioner: BuiltInPartitioner,
-        sticky: StickyPartitionInfo,
-        dq: _PartitionDeque,
-        cluster: ClusterView,
-    ) -> bool:
-        """Under the deque lock: did another thread switch the sticky partition?  Also finishes
-        a switch that was postponed while the partition's last batch was not full."""
-        if partitioner._sticky is not sticky:
-            return True
-        if _last_full(dq):
-            partitioner.update_partition_info(sticky, 0, cluster, True)
-            return partitioner._sticky is not sticky
-        return False
-
-    def _try_append(
-        self,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        callback: RecordCallback | None,
-        dq: _PartitionDeque,
-        now_ms: int,
-        partition: int,
-        sticky: StickyPartitionInfo | None,
-    ) -> RecordAppendResult | None:
-        """Append to the deque's last batch; None if there is none or it is full."""
-        if self._closed:
-            raise ProducerClosedError("Producer closed while send in progress")
-        if not dq:
-            return None
-        last = dq[-1]
-        initial = last.size
-        future = last.try_append(timestamp, key, value, headers, callback, now_ms)
-        if future is None:
-            last.close_for_record_appends()
-            return None
-        size = last.size
-        full = len(dq) > 1 or size >= last.size_limit
-        return _new_result((future, full, False, False, size - initial, partition))
-
-    def _append_new_batch(
-        self,
-        topic: str,
-        partition: int,
-        dq: _PartitionDeque,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        callback: RecordCallback | None,
-        buffer: bytearray,
-        now_ms: int,
-        sticky: StickyPartitionInfo | None,
-    ) -> RecordAppendResult:
-        result = self._try_append(
-            timestamp, key, value, headers, callback, dq, now_ms, partition, sticky
-        )
-        if result is not None:
-            # Another thread created a batch while we waited for memory; use it.
-            return result
-        builder = RecordBatchBuilder(
-            compression=self._compression,
-            compression_level=self._compression_level,
-            batch_size_limit=len(buffer),
-            estimated_compression_ratio=self._estimator.estimation(
-                topic, self._compression
-            ),
-        )
-        batch = ProducerBatch(
-            TopicPartition(topic, partition),
-            builder,
-            now_ms,
-            buffer=buffer,
-            initial_capacity=len(buffer),
-        )
-        future = batch.try_append(timestamp, key, value, headers, callback, now_ms)
-        if future is None:  # the records builder always takes a first record
-            raise IllegalStateError(
-                f"a new batch for {topic}-{partition} refused its first record"
-            )
-        dq.append(batch)
-        self._incomplete.add(batch)
-        return RecordAppendResult(
-            future,
-            len(dq) > 1 or batch.is_full(),
-            True,
-            False,
-            batch.size,
-            partition,
-        )
 
     # -- ready (Sender thread) ----------------------------------------------------------------
 
@@ -783,7 +714,7 @@ class RecordAccumulator:
         """Nodes with sendable data, ms until the next check is due, topics without leaders."""
         ready_nodes: set[int] = set()
         unknown_leader_topics: set[str] = set()
-        next_delay = MAX_DELAY_MS
+        next_delay: float = MAX_DELAY_MS
         exhausted = self._free.queued() > 0
         for topic, info in self._topics.items():
             next_delay = self._partition_ready(
@@ -804,11 +735,11 @@ class RecordAccumulator:
         now_ms: int,
         topic: str,
         info: _TopicInfo,
-        next_delay: int,
+        next_delay: float,
         ready_nodes: set[int],
         unknown_leader_topics: set[str],
         exhausted: bool,
-    ) -> int:
+    ) -> float:
         batches = info.batches
         queue_sizes: list[int] | None = None
         partition_ids: list[int] | None = None
@@ -1133,11 +1064,10 @@ class RecordAccumulator:
     def await_flush_completion(self, timeout: float | None = None) -> None:
         """Wait until every batch incomplete at the call completes (``timeout`` in seconds)."""
         try:
-            deadline = None if timeout is None else time.monotonic() + timeout
+            monotonic = self._clock.monotonic
+            deadline = None if timeout is None else monotonic() + timeout
             for result in self._incomplete.request_results():
-                remaining = (
-                    None if deadline is None else max(0.0, deadline - time.monotonic())
-                )
+                remaining = None if deadline is None else max(0.0, deadline - monotonic())
                 if not result.wait(remaining):
                     raise KafkaTimeoutError(
                         f"flush(): the batch for {result.topic}-{result.partition} and "

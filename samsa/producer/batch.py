@@ -28,7 +28,6 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 
 from samsa.errors import IllegalStateError, RecordListTooLargeError
@@ -544,8 +543,3 @@ class ProducerBatch:
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.topic_partition}, records={self.record_count}, attempts={self.attempts})"
-
-
-def monotonic_ms() -> int:
-    """The producer's clock for created/drained/backoff times (not record timestamps)."""
-    return time.monotonic_ns() // 1_000_000

@@ -19,10 +19,10 @@ pool's metrics (Java's buffer-available-bytes / buffer-total-bytes).
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 
 from samsa.errors import KafkaTimeoutError, ProducerClosedError
+from samsa.net.clock import SYSTEM_CLOCK, Time
 
 __all__ = ["BufferExhaustedError", "BufferPool"]
 
@@ -63,11 +63,12 @@ class BufferExhaustedError(KafkaTimeoutError):
 class BufferPool:
     """``total_memory`` bytes handed out as bytearrays; ``poolable_size`` buffers are reused."""
 
-    def __init__(self, total_memory: int, poolable_size: int) -> None:
+    def __init__(self, total_memory: int, poolable_size: int, clock: Time = SYSTEM_CLOCK) -> None:
         if total_memory < 0:
             raise ValueError(f"total_memory must be >= 0, got {total_memory}")
         self.total_memory = total_memory
         self.poolable_size = poolable_size
+        self._clock = clock
         self._lock = threading.Lock()
         self._free: deque[bytearray] = deque()
         self._waiters: deque[threading.Condition] = deque()
@@ -111,10 +112,11 @@ class BufferPool:
         self._waiters.append(more_memory)
         accumulated = 0
         buffer: bytearray | None = None
-        deadline = time.monotonic() + max_time_ms / 1000.0
+        monotonic = self._clock.monotonic
+        deadline = monotonic() + max_time_ms / 1000.0
         try:
             while accumulated < size:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - monotonic()
                 timed_out = remaining <= 0 or not more_memory.wait(remaining)
                 if self._closed:
                     raise ProducerClosedError("Producer closed while allocating memory")

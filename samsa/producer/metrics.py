@@ -9,8 +9,9 @@ request-latency-avg, record-retry-total, record-error-total, buffer-available-by
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
+
+from samsa.net.clock import SYSTEM_CLOCK, Time
 
 __all__ = ["ProducerMetrics"]
 
@@ -19,9 +20,10 @@ class ProducerMetrics:
     """Totals since the producer started; rates are over the producer's lifetime and over
     the time since the previous ``snapshot()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Time = SYSTEM_CLOCK) -> None:
         self._lock = threading.Lock()
-        self.started = time.monotonic()
+        self._monotonic = clock.monotonic
+        self.started = clock.monotonic()
         self._last_snapshot = self.started
         self._last_records = 0
         self.records_sent = 0
@@ -67,7 +69,7 @@ class ProducerMetrics:
                 self.last_error = error
 
     def snapshot(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        now = time.monotonic()
+        now = self._monotonic()
         with self._lock:
             elapsed = max(now - self.started, 1e-9)
             window = max(now - self._last_snapshot, 1e-9)

@@ -12,12 +12,16 @@ Placement rules (``KafkaProducer.partition`` in Java; :func:`partition_for_recor
    adaptive weighting) while it holds the partition's deque lock.
 
 The partitioners need only a small view of the cluster, :class:`ClusterView`: the number of
-partitions of a topic and the partitions whose leader is known ("available").
+partitions of a topic and the partitions whose leader is known ("available").  The producer's
+implementation is :class:`samsa.net.cluster.ClusterView`.
 
 :class:`BuiltInPartitioner` protocol with the accumulator (one instance per topic):
-``peek_current_partition_info(cluster)`` before taking a deque lock, then under that lock
-``is_partition_changed(info)`` (another thread switched: retry) and, after appending,
-``update_partition_info(info, appended_bytes, cluster, enable_switch)``.  The Sender's
+``sticky_info`` (a plain attribute read: the hot path) or ``peek_current_partition_info(cluster)``
+before taking a deque lock, then under that lock ``partition_changed(info, last_batch_full,
+cluster)`` (another thread switched, or a postponed switch is now due: retry) and, after
+appending, ``update_partition_info(info, appended_bytes, cluster, enable_switch)`` (Java's
+BuiltInPartitioner.peekCurrentPartitionInfo / isPartitionChanged / updatePartitionInfo and
+RecordAccumulator.partitionChanged).  The Sender's
 ``ready()`` feeds ``update_partition_load_stats(queue_sizes, partition_ids, length)``.
 """
 
@@ -222,7 +226,10 @@ class BuiltInPartitioner:
         self.sticky_batch_size = sticky_batch_size
         # (cumulative frequency table, partition ids, logical length) or None for uniform.
         self._load_stats: tuple[list[int], list[int], int] | None = None
-        self._sticky: StickyPartitionInfo | None = None
+        # The current sticky partition (Java's stickyPartitionInfo), None until the first peek.
+        # Replaced, never mutated in place, so readers need no lock: the accumulator reads it
+        # directly on the hot path and checks it again under the deque lock.
+        self.sticky_info: StickyPartitionInfo | None = None
         self._create_lock = threading.Lock()
 
     def random_partition(self) -> int:
@@ -252,20 +259,36 @@ class BuiltInPartitioner:
 
     def peek_current_partition_info(self, cluster: ClusterView) -> StickyPartitionInfo:
         """The current sticky partition, choosing one first if there is none yet."""
-        info = self._sticky
+        info = self.sticky_info
         if info is not None:
             return info
         with self._create_lock:
-            if self._sticky is None:
-                self._sticky = StickyPartitionInfo(self.next_partition(cluster))
-            return self._sticky
+            if self.sticky_info is None:
+                self.sticky_info = StickyPartitionInfo(self.next_partition(cluster))
+            return self.sticky_info
 
     def is_partition_changed(self, info: StickyPartitionInfo | None) -> bool:
         """True if another thread switched the partition since ``info`` was peeked.
 
         Call under the partition's deque lock.  ``info`` None means an explicit partition.
         """
-        return info is not None and self._sticky is not info
+        return info is not None and self.sticky_info is not info
+
+    def partition_changed(
+        self, info: StickyPartitionInfo, last_batch_full: bool, cluster: ClusterView
+    ) -> bool:
+        """Under the partition's deque lock: must the appender pick the partition again?
+
+        True if another thread switched since ``info`` was peeked.  A switch postponed while
+        the partition's last batch was not full happens here once it is (Java's
+        RecordAccumulator.partitionChanged).
+        """
+        if self.sticky_info is not info:
+            return True
+        if last_batch_full:
+            self.update_partition_info(info, 0, cluster, True)
+            return self.sticky_info is not info
+        return False
 
     def update_partition_info(
         self,
@@ -286,7 +309,7 @@ class BuiltInPartitioner:
         if (
             produced >= self.sticky_batch_size and enable_switch
         ) or produced >= 2 * self.sticky_batch_size:
-            self._sticky = StickyPartitionInfo(self.next_partition(cluster))
+            self.sticky_info = StickyPartitionInfo(self.next_partition(cluster))
 
     def update_partition_load_stats(
         self,

@@ -20,11 +20,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
-from time import monotonic_ns, time_ns
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
@@ -37,15 +35,17 @@ from samsa.errors import (
     RecordTooLargeError,
 )
 from samsa.net.client import NetworkClient
+from samsa.net.clock import SYSTEM_CLOCK, Time
+from samsa.net.cluster import ClusterView
 from samsa.net.metadata import Metadata
 from samsa.producer.accumulator import RecordAccumulator
-from samsa.producer.batch import estimate_size_upper_bound, monotonic_ms
+from samsa.producer.batch import estimate_size_upper_bound
 from samsa.producer.config import ProducerConfig
 from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
 from samsa.producer.interceptors import ProducerInterceptors
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for_record
-from samsa.producer.sender import ClusterView, Sender
+from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
 from samsa.producer.transaction_manager import TransactionManager
 
@@ -118,14 +118,21 @@ class KafkaProducer:
     """A thread-safe producer; see the module docstring and ``samsa.producer.config``.
 
     ``KafkaProducer(config: dict | None = None, **kwargs)``: settings use Kafka's dotted
-    names; keyword arguments with underscores map to them (``linger_ms=10``).
+    names; keyword arguments with underscores map to them (``linger_ms=10``).  ``clock`` is
+    the one time source of the producer and its network client (tests inject a MockClock).
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, config: Mapping[str, Any] | None = None, *, clock: Time = SYSTEM_CLOCK, **kwargs: Any
+    ) -> None:
         self.config = cfg = ProducerConfig(config, **kwargs)
         if not cfg["bootstrap.servers"]:
             raise ConfigError("bootstrap.servers", "give at least one host:port of a broker, e.g. 127.0.0.1:9092")
         self._fork_generation = _fork_generation
+        self._clock = clock
+        # Bound once: for the SystemClock these are time.monotonic_ns/time_ns themselves.
+        self._monotonic_ns = clock.monotonic_ns
+        self._time_ns = clock.time_ns
         self._closed = False
         self._close_lock = threading.Lock()
         self.client_id: str = cfg["client.id"]
@@ -144,12 +151,12 @@ class KafkaProducer:
         self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
         self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
         self._has_interceptors = bool(self._interceptors)
-        self._metrics = ProducerMetrics()
+        self._metrics = ProducerMetrics(clock)
         self._transaction_manager = (
             TransactionManager(cfg["transaction.timeout.ms"]) if cfg["enable.idempotence"] else None
         )
-        self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager)
-        self._metadata, self._client = _network(cfg)
+        self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager, clock)
+        self._metadata, self._client = _network(cfg, clock)
         self._view: ClusterView | None = None
         acks: int = cfg["acks"]
         self._sender = Sender(
@@ -169,6 +176,7 @@ class KafkaProducer:
             transaction_manager=self._transaction_manager,
             metrics=self._metrics,
             client_id=self.client_id,
+            clock=clock,
         )
         # send() wakes the Sender's poll directly (Sender.wakeup is the same call, two frames up).
         self._wakeup_sender = self._client.selector.wakeup
@@ -207,7 +215,10 @@ class KafkaProducer:
             topic, value, key, partition, timestamp_ms, headers = record
             on_delivery = _InterceptorCallback(on_delivery, interceptors)
         try:
-            now = monotonic_ns() // 1_000_000  # monotonic_ms(), inlined
+            # clock.milliseconds(), inlined; a plain attribute load then a call is quicker than
+            # self._monotonic_ns() (a method-call lookup that never specializes on CPython 3.11).
+            monotonic_ns = self._monotonic_ns
+            now = monotonic_ns() // 1_000_000
             # Fast path: the topic is known in the current metadata snapshot.
             cluster = self._metadata.fetch()
             known = self._known_topics.get(topic)
@@ -250,6 +261,7 @@ class KafkaProducer:
             if size > self._max_record_size:
                 self._record_too_large(size)
             if timestamp_ms is None:
+                time_ns = self._time_ns
                 timestamp_ms = time_ns() // 1_000_000
             future = self._accumulator.append_to_last(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
@@ -317,7 +329,7 @@ class KafkaProducer:
                           None if timestamps_ms is None else timestamps_ms[i],
                           None if headers is None else headers[i], callback)
             return n
-        now = monotonic_ns() // 1_000_000
+        now = self._monotonic_ns() // 1_000_000
         explicit = None if partitions is None else [p for p in partitions if p is not None]
         if explicit and min(explicit) < 0:
             raise ValueError(f"send_many(): partition {min(explicit)} is negative; partitions are >= 0")
@@ -332,7 +344,7 @@ class KafkaProducer:
         self._check_sizes(key_list, value_list, header_list)
         stamps: int | list[int | None]
         if timestamps_ms is None or timestamps_ms.count(None) == n:
-            stamps = time_ns() // 1_000_000
+            stamps = self._time_ns() // 1_000_000
         else:
             stamps = list(timestamps_ms)
         chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
@@ -445,12 +457,13 @@ class KafkaProducer:
             metadata.add(topic, now)
             return view, self._max_block_ms
         max_wait = self._max_block_ms
-        deadline = time.monotonic() + max_wait / 1000.0
+        monotonic = self._clock.monotonic
+        deadline = monotonic() + max_wait / 1000.0
         metadata.add(topic, now)
         self._metrics.metadata_waits += 1
         while True:
             metadata.maybe_throw_for_topic(topic)  # invalid name, not authorized
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic()
             if remaining <= 0:
                 if count is not None and partition is not None:
                     raise KafkaTimeoutError(
@@ -476,7 +489,7 @@ class KafkaProducer:
             view = self._view = ClusterView(cluster)
             count = view.partition_count(topic)
             if count is not None and (partition is None or partition < count):
-                left = max(0.0, deadline - time.monotonic()) * 1000.0
+                left = max(0.0, deadline - monotonic()) * 1000.0
                 return view, left
 
     # --- flush, close, info -----------------------------------------------------------
@@ -504,7 +517,8 @@ class KafkaProducer:
             if self._closed and not self._sender.is_alive():
                 return
             self._closed = True
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        monotonic = self._clock.monotonic
+        deadline = None if timeout is None else monotonic() + max(0.0, timeout)
         sender = self._sender
         in_callback = threading.current_thread() is sender
         if timeout is not None and timeout <= 0:
@@ -512,7 +526,7 @@ class KafkaProducer:
         else:
             sender.initiate_close()
         if not in_callback and sender.is_alive():
-            sender.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            sender.join(None if deadline is None else max(0.0, deadline - monotonic()))
             if sender.is_alive():
                 log.warning("Producer %s: close() timed out; failing records not yet acknowledged", self.client_id)
                 sender.force_close()
@@ -536,7 +550,7 @@ class KafkaProducer:
         """The topic's partition ids (waits up to max.block.ms for its metadata)."""
         if self._closed:
             raise ProducerClosedError("partitions_for() was called after close()")
-        view, _ = self._wait_on_metadata(topic, None, monotonic_ms())
+        view, _ = self._wait_on_metadata(topic, None, self._clock.milliseconds())
         return [p.partition for p in view.cluster.partitions_for_topic(topic)]
 
     def metrics(self) -> dict[str, Any]:
@@ -613,13 +627,14 @@ class _InterceptorCallback:
             self.callback(metadata, error)
 
 
-def _network(cfg: ProducerConfig) -> tuple[Metadata, NetworkClient]:
-    """Metadata and NetworkClient for the producer's settings."""
+def _network(cfg: ProducerConfig, clock: Time) -> tuple[Metadata, NetworkClient]:
+    """Metadata and NetworkClient for the producer's settings, on the producer's clock."""
     metadata = Metadata(
+        clock=clock.monotonic_ms,
         retry_backoff_ms=cfg["retry.backoff.ms"],
         retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
         metadata_max_age_ms=cfg["metadata.max.age.ms"],
         metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
     )
-    client = NetworkClient.from_config(cfg, metadata)
+    client = NetworkClient.from_config(cfg, metadata, clock=clock.monotonic_ms)
     return metadata, client

@@ -48,69 +48,24 @@ from samsa.errors import (
     UnsupportedVersionError,
     for_code,
 )
-from samsa.net.client import ClientRequest
-from samsa.producer.batch import ProducerBatch, TopicPartition, monotonic_ms
+from samsa.net.clock import SYSTEM_CLOCK, Time
+from samsa.net.cluster import ClusterView
+from samsa.net.request import ClientRequest
+from samsa.producer.batch import ProducerBatch, TopicPartition
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.transaction_manager import TransactionManager
-from samsa.protocol import ProduceRequest  # type: ignore[attr-defined]
+from samsa.protocol import ProduceRequest
+from samsa.protocol.api_keys import ApiKey
 
 __all__ = ["Sender"]
 
 log = logging.getLogger(__name__)
 
-PRODUCE_KEY = 0
-INIT_PRODUCER_ID_KEY = 22
 MAX_PRODUCE_VERSION = 12  # 13+ addresses topics by id only
 MIN_PRODUCE_VERSION = 3  # v2 record batches
+# v5 only adds TRANSACTION_ABORTABLE (KIP-890, InitProducerIdRequest.json), for transactions.
+INIT_PRODUCER_ID_MAX_VERSION = 4
 _NO_TIMEOUT = 2**62
-
-
-class ClusterView:
-    """The accumulator's and partitioner's view (``AccumulatorCluster``) of one immutable
-    ``samsa.net.cluster.Cluster`` snapshot; answers are cached per snapshot."""
-
-    __slots__ = ("_available", "_by_node", "_counts", "cluster")
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-        self._by_node: dict[int, list[tuple[str, int]]] = {}
-        self._available: dict[str, list[int]] = {}
-        self._counts: dict[str, int | None] = {}
-
-    def partition_count(self, topic: str) -> int | None:
-        try:
-            return self._counts[topic]
-        except KeyError:
-            count = self._counts[topic] = self.cluster.partition_count_for_topic(topic)
-            return count
-
-    def available_partitions(self, topic: str) -> list[int]:
-        available = self._available.get(topic)
-        if available is None:
-            available = self._available[topic] = [
-                p.partition for p in self.cluster.available_partitions_for_topic(topic)
-            ]
-        return available
-
-    def leader_for(self, topic: str, partition: int) -> int | None:
-        info = self.cluster.partition(TopicPartition(topic, partition))
-        if info is None or info.leader is None:
-            return None
-        return int(info.leader.id)
-
-    def leader_epoch_for(self, topic: str, partition: int) -> int | None:
-        info = self.cluster.partition(TopicPartition(topic, partition))
-        if info is None or info.leader_epoch < 0:
-            return None
-        return int(info.leader_epoch)
-
-    def partitions_for_node(self, node_id: int) -> list[tuple[str, int]]:
-        parts = self._by_node.get(node_id)
-        if parts is None:
-            parts = self._by_node[node_id] = sorted(
-                (p.topic, p.partition) for p in self.cluster.partitions_for_node(node_id)
-            )
-        return parts
 
 
 class Sender(threading.Thread):
@@ -133,6 +88,7 @@ class Sender(threading.Thread):
         transaction_manager: TransactionManager | None,
         metrics: ProducerMetrics,
         client_id: str = "producer",
+        clock: Time = SYSTEM_CLOCK,
     ) -> None:
         super().__init__(name=f"samsa-producer-network-thread | {client_id}", daemon=False)
         self.client = client
@@ -148,6 +104,7 @@ class Sender(threading.Thread):
         self.guarantee_message_order = guarantee_message_order
         self.transaction_manager = transaction_manager
         self.metrics = metrics
+        self._clock = clock
         self._running = True
         self._forced = False
         # Batches sent and not yet answered, per partition, oldest first (for expiry).
@@ -211,7 +168,7 @@ class Sender(threading.Thread):
     # --- one iteration ----------------------------------------------------------------
 
     def run_once(self) -> None:
-        now = monotonic_ms()
+        now = self._clock.milliseconds()
         can_send = True
         tm = self.transaction_manager
         if tm is not None and tm.needs_init_producer_id():
@@ -364,7 +321,7 @@ class Sender(threading.Thread):
     def _handle_produce_response(
         self, response: Any, batches: Mapping[TopicPartition, ProducerBatch], node: int
     ) -> None:
-        now = monotonic_ms()
+        now = self._clock.milliseconds()
         self.metrics.record_response(response.latency_ms)
         if response.disconnected:
             what = "did not answer within request.timeout.ms" if response.timed_out else (
@@ -542,7 +499,8 @@ class Sender(threading.Thread):
         if not client.ready(node, now):
             return  # connecting; poll() runs and we come back
         try:
-            version = client.pick_version(node, INIT_PRODUCER_ID_KEY, 0, 4)
+            version = client.pick_version(node, ApiKey.INIT_PRODUCER_ID, 0,
+                                          INIT_PRODUCER_ID_MAX_VERSION)
         except UnsupportedVersionError:
             # The broker cannot do idempotence: fail loudly instead of sending unsequenced batches.
             self._fatal(UnsupportedVersionError(
@@ -563,7 +521,7 @@ class Sender(threading.Thread):
         tm = self.transaction_manager
         assert tm is not None
         self._init_pid_in_flight = False
-        now = monotonic_ms()
+        now = self._clock.milliseconds()
         body = response.body
         if response.disconnected or response.error is not None or body is None:
             log.info("InitProducerId failed (%s); retrying", response.error or "disconnected")
@@ -592,7 +550,7 @@ class Sender(threading.Thread):
         log.error("Fatal producer error: %s", error)
         self.fatal_error = error
         self._abort_everything(error)
-        self._backoff_init_producer_id(monotonic_ms())
+        self._backoff_init_producer_id(self._clock.milliseconds())
 
 
 def _maybe_written(error: BaseException) -> bool:

@@ -227,7 +227,7 @@ def as_serialize_fn(spec: Any) -> SerializeFn:
         spec = spec()
     serialize = getattr(spec, "serialize", None)
     if callable(serialize):
-        return serialize  # type: ignore[no-any-return]
+        return serialize
     if callable(spec):
         return _CallableSerializer(spec).serialize
     raise SerializationError(

@@ -32,7 +32,7 @@ from typing import Any
 from samsa.errors import OutOfOrderSequenceNumberError, UnknownProducerIdError
 from samsa.producer.accumulator import ProducerIdAndEpoch
 from samsa.producer.batch import ProducerBatch, TopicPartition
-from samsa.protocol import InitProducerIdRequest  # type: ignore[attr-defined]
+from samsa.protocol import InitProducerIdRequest
 
 __all__ = ["NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "NO_SEQUENCE", "ProducerIdAndEpoch", "TransactionManager"]
 

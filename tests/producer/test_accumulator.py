@@ -14,6 +14,7 @@ from samsa.errors import (
     NotLeaderOrFollowerError,
     ProducerClosedError,
 )
+from samsa.net.clock import MockClock
 from samsa.producer.accumulator import (
     MAX_DELAY_MS,
     ExponentialBackoff,
@@ -31,24 +32,16 @@ from tests.producer.fakes import FakeCluster
 VALUE = b"v" * 100
 
 
-class Clock:
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def make(
     batch_size: int = 1024,
     memory: int = 1 << 20,
     linger_ms: int = 10,
     backoff_ms: int = 100,
     delivery_timeout_ms: int = 5000,
-    clock: Clock | None = None,
+    clock: MockClock | None = None,
     **kwargs: Any,
 ) -> RecordAccumulator:
-    clock = clock or Clock()
+    clock = clock or MockClock()
     acc = RecordAccumulator(
         batch_size,
         BufferPool(memory, batch_size),
@@ -73,7 +66,7 @@ def append(
     callback: Any = None,
     key: bytes | None = None,
 ) -> Any:
-    acc.test_clock.now = now  # type: ignore[attr-defined]
+    acc.test_clock.set_ms(now)  # type: ignore[attr-defined]
     return acc.append(
         topic,
         partition,

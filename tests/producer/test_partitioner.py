@@ -24,7 +24,7 @@ from samsa.producer.partitioner import (
 )
 from tests.producer.fakes import FakeCluster
 
-# Kafka's UtilsTest.testMurmur2 (notes §3.1).
+# Kafka's UtilsTest.testMurmur2.
 JAVA_VECTORS = {
     b"21": -973932308,
     b"foobar": -790332482,
@@ -201,6 +201,21 @@ def test_switch_waits_for_full_batch_up_to_twice_batch_size() -> None:
     assert not p2.is_partition_changed(info2)
     p2.update_partition_info(info2, 1, cluster, enable_switch=False)  # hard cap at 2x
     assert p2.is_partition_changed(info2)
+
+
+def test_partition_changed_finishes_a_postponed_switch_once_the_batch_is_full() -> None:
+    """Java's RecordAccumulator.partitionChanged, the accumulator's call under the deque lock."""
+    cluster = FakeCluster({"t": [1, 1, 1]})
+    p = ScriptedPartitioner("t", 100, [0, 2, 1])
+    info = p.peek_current_partition_info(cluster)
+    assert p.sticky_info is info
+    assert not p.partition_changed(info, True, cluster)  # full, but too few bytes yet
+    p.update_partition_info(info, 150, cluster, enable_switch=False)
+    assert not p.partition_changed(info, False, cluster)  # postponed: last batch not full
+    assert p.sticky_info is info
+    assert p.partition_changed(info, True, cluster)  # the batch filled up: switch now
+    assert p.sticky_info is not None and p.sticky_info.partition == 2
+    assert p.partition_changed(info, False, cluster)  # another thread switched
 
 
 def test_is_partition_changed_ignores_explicit_partitions() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 import samsa
@@ -20,7 +20,8 @@ from samsa.errors import (
     KafkaTimeoutError,
     RecordTooLargeError,
 )
-from samsa.testing.mock_cluster import MockCluster
+from samsa.net.clock import MockClock
+from tests.support.mock_cluster import MockCluster
 
 from .test_producer_mock import DEADLINE_S, FAST
 
@@ -213,3 +214,32 @@ def test_a_producer_never_closed_does_not_keep_the_interpreter_alive(cluster: Mo
     # Closing at exit sent what was queued.
     [message] = read_one_partition(cluster, "exit-topic", 1)
     assert message.value() == b"sent before exit"
+
+
+def test_one_injected_clock_times_the_whole_producer() -> None:
+    """Record timestamps, batch ages and the network client's times all come from ``clock``
+    (Java's Time): with a MockClock that never moves, a record still goes out (linger.ms=0)
+    and carries the mock wall-clock time."""
+    clock = MockClock(now_ms=5_000, wall_start_ms=1_600_000_000_000)
+    with MockCluster(1, topics={"clock": 1}) as mock:
+        producer = producer_for(mock, clock=clock, linger_ms=0)
+        try:
+            assert producer._client._clock == clock.monotonic_ms
+            assert producer._metadata._clock == clock.monotonic_ms
+            accumulator = producer._accumulator
+            assert accumulator._clock is clock and accumulator.buffer_pool._clock is clock
+            created: list[int] = []
+            original = accumulator._append
+
+            def spy(*args: Any) -> Any:
+                result = original(*args)
+                created.extend(b.created_ms for b in accumulator.get_deque("clock", 0) or ())
+                return result
+
+            accumulator._append = spy  # type: ignore[method-assign]
+            producer.send("clock", b"v").get(timeout=DEADLINE_S)
+            assert created == [5_000]
+        finally:
+            producer.close(DEADLINE_S)
+        (message,) = read_one_partition(mock, "clock", 1)
+        assert message.timestamp() == (TIMESTAMP_CREATE_TIME, 1_600_000_000_000)

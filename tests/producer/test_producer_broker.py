@@ -46,7 +46,7 @@ def test_one_million_records_exactly_once_in_order_on_the_samsa_broker(tmp_path:
 
 
 def test_acks_zero_completes_on_send_with_unknown_offsets(tmp_path: Path) -> None:
-    # librdkafka's mock answers acks=0 requests (mock notes section 2); a real broker does not.
+    # librdkafka's mock answers acks=0 requests (rdkafka_mock_handlers.c); a real broker does not.
     records = make_records(5000)
     with Broker(data_dir=tmp_path, port=0, config={"num.partitions": 2}) as broker:
         with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "acks": "0"}) as producer:

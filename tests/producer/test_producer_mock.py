@@ -3,7 +3,7 @@ confluent-kafka consumer (check.crcs on): every record exactly once, in send ord
 partition, keyed records on Java's murmur2 partition.  Faults are injected while sending.
 
 About duplicates: the mock validates idempotent sequences only for transactional producers
-(mock notes section 8), so a request it appended whose response was then lost would be
+(rdkafka_mock.c), so a request it appended whose response was then lost would be
 appended twice.  Each fault below is one the mock applies *before* appending (pushed request
 errors, a partition whose leader moved away answers NOT_LEADER_OR_FOLLOWER, added RTT only
 delays), or is injected while nothing is in flight (a broker goes down after a flush).  That
@@ -23,7 +23,7 @@ from confluent_kafka import TopicPartition as CKTopicPartition
 from samsa import KafkaProducer
 from samsa.errors import KafkaTimeoutError, ProducerClosedError
 from samsa.producer.partitioner import partition_for_key
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 PRODUCE = 0
 INIT_PRODUCER_ID = 22

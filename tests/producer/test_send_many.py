@@ -5,8 +5,6 @@ timestamps, batch.size respected, failures counted and reported, checks before q
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +20,8 @@ PARTITIONS = 4
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    data_dir: Path = tmp_path_factory.mktemp("send-many")
-    config = {"num.partitions": PARTITIONS, "message.max.bytes": 20_000}
-    with Broker(data_dir=data_dir, port=0, config=config) as b:
-        yield b
+def broker_config() -> dict[str, Any]:
+    return {"num.partitions": PARTITIONS, "message.max.bytes": 20_000}
 
 
 def producer_for(broker: Broker, **extra: Any) -> KafkaProducer:

@@ -17,7 +17,7 @@ from samsa.errors import (
     KafkaTimeoutError,
     TopicAuthorizationFailedError,
 )
-from samsa.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 from .test_producer_mock import (
     DEADLINE_S,
