@@ -71,7 +71,7 @@ from samsa.net import (
 )
 from samsa.net.backoff import ExponentialBackoff
 from samsa.net.sync import send_and_wait
-from samsa.protocol import Message
+from samsa.protocol import ApiKey, Message
 
 __all__ = ["AdminClient"]
 
@@ -85,21 +85,21 @@ _POLL_SLICE_MS = 200.0
 _MISSING: Any = object()
 
 # What each API is used for, for "not supported by this broker" errors.
-_API_PURPOSE = {
-    m.CREATE_TOPICS: "creating topics",
-    m.DELETE_TOPICS: "deleting topics",
-    m.CREATE_PARTITIONS: "adding partitions",
-    m.DESCRIBE_CONFIGS: "describing configs",
-    c.ALTER_CONFIGS: "altering configs",
-    c.INCREMENTAL_ALTER_CONFIGS: "altering configs incrementally",
-    m.DELETE_RECORDS: "deleting records",
-    m.DESCRIBE_CLUSTER: "describing the cluster",
-    m.METADATA: "reading metadata",
-    g.LIST_GROUPS: "listing groups",
-    g.DESCRIBE_GROUPS: "describing groups",
-    g.DELETE_GROUPS: "deleting groups",
-    g.FIND_COORDINATOR: "finding a group's coordinator",
-    g.OFFSET_FETCH: "fetching committed offsets",
+_API_PURPOSE: dict[int, str] = {
+    ApiKey.CREATE_TOPICS: "creating topics",
+    ApiKey.DELETE_TOPICS: "deleting topics",
+    ApiKey.CREATE_PARTITIONS: "adding partitions",
+    ApiKey.DESCRIBE_CONFIGS: "describing configs",
+    ApiKey.ALTER_CONFIGS: "altering configs",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "altering configs incrementally",
+    ApiKey.DELETE_RECORDS: "deleting records",
+    ApiKey.DESCRIBE_CLUSTER: "describing the cluster",
+    ApiKey.METADATA: "reading metadata",
+    ApiKey.LIST_GROUPS: "listing groups",
+    ApiKey.DESCRIBE_GROUPS: "describing groups",
+    ApiKey.DELETE_GROUPS: "deleting groups",
+    ApiKey.FIND_COORDINATOR: "finding a group's coordinator",
+    ApiKey.OFFSET_FETCH: "fetching committed offsets",
 }
 
 
@@ -145,7 +145,7 @@ class AdminClient:
         def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
             node = self._controller(deadline)
             _, body = self._send(
-                node, m.CREATE_TOPICS, lowest, None, deadline,
+                node, ApiKey.CREATE_TOPICS, lowest, None, deadline,
                 lambda v: m.create_topics_request(v, [by_name[n] for n in pending],
                                                   self._request_timeout(deadline),
                                                   validate_only))
@@ -164,7 +164,7 @@ class AdminClient:
         def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
             node = self._controller(deadline)
             _, body = self._send(
-                node, m.DELETE_TOPICS, None, None, deadline,
+                node, ApiKey.DELETE_TOPICS, None, None, deadline,
                 lambda v: m.delete_topics_request(v, pending, self._request_timeout(deadline)))
             return m.parse_delete_topics(body)
 
@@ -182,7 +182,7 @@ class AdminClient:
         def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
             node = self._controller(deadline)
             _, body = self._send(
-                node, m.CREATE_PARTITIONS, None, None, deadline,
+                node, ApiKey.CREATE_PARTITIONS, None, None, deadline,
                 lambda v: m.create_partitions_request(
                     v, {n: wanted[n] for n in pending}, self._request_timeout(deadline),
                     validate_only))
@@ -225,7 +225,7 @@ class AdminClient:
         def attempt(deadline: float) -> ClusterDescription:
             node = self._any_node(deadline)
             try:
-                _, body = self._send(node, m.DESCRIBE_CLUSTER, None, None, deadline,
+                _, body = self._send(node, ApiKey.DESCRIBE_CLUSTER, None, None, deadline,
                                      m.describe_cluster_request)
             except UnsupportedVersionError:
                 return m.cluster_from_metadata(self._metadata((), deadline, node))
@@ -263,7 +263,7 @@ class AdminClient:
                     node = self._any_node(deadline)
                 groups.setdefault(node, []).append(r)
             for node, group in groups.items():
-                version, body = self._send(node, m.DESCRIBE_CONFIGS, None, None, deadline,
+                version, body = self._send(node, ApiKey.DESCRIBE_CONFIGS, None, None, deadline,
                                            functools.partial(m.describe_configs_request,
                                                              resources=group,
                                                              include_synonyms=include_synonyms))
@@ -279,16 +279,17 @@ class AdminClient:
             raise_errors: bool = True) -> dict[ConfigResource, None | KafkaError]:
         """Change single settings of topics or brokers (IncrementalAlterConfigs); the others
         stay.  Returns None per changed resource (or its error, with ``raise_errors=False``)."""
-        return self._alter_configs(c.INCREMENTAL_ALTER_CONFIGS, dict(changes), functools.partial(
-            c.incremental_alter_configs_request, validate_only=validate_only),
-            timeout_ms, raise_errors)
+        build = functools.partial(c.incremental_alter_configs_request,
+                                  validate_only=validate_only)
+        return self._alter_configs(ApiKey.INCREMENTAL_ALTER_CONFIGS, dict(changes), build,
+                                   timeout_ms, raise_errors)
 
     def alter_configs(self, configs: Mapping[ConfigResource, Mapping[str, str]], *,
                       validate_only: bool = False, timeout_ms: float | None = None,
                       raise_errors: bool = True) -> dict[ConfigResource, None | KafkaError]:
         """Replace the whole set of settings of topics or brokers (legacy AlterConfigs:
         settings not given return to their defaults)."""
-        return self._alter_configs(c.ALTER_CONFIGS, dict(configs), functools.partial(
+        return self._alter_configs(ApiKey.ALTER_CONFIGS, dict(configs), functools.partial(
             c.alter_configs_request, validate_only=validate_only), timeout_ms, raise_errors)
 
     def _alter_configs(self, api_key: int, changes: dict[ConfigResource, Any],
@@ -350,7 +351,7 @@ class AdminClient:
                         out[tp] = LeaderNotAvailableError(f"the leader of {tp} is not known yet")
                     continue
                 _, body = self._send(
-                    node, m.DELETE_RECORDS, None, None, deadline,
+                    node, ApiKey.DELETE_RECORDS, None, None, deadline,
                     functools.partial(m.delete_records_request,
                                       offsets={tp: wanted[tp] for tp in tps},
                                       timeout_ms=self._request_timeout(deadline)))
@@ -377,7 +378,7 @@ class AdminClient:
         def attempt(deadline: float) -> list[g.GroupListing]:
             found: dict[str, g.GroupListing] = {}
             for node in self._cluster(deadline).nodes:
-                version, body = self._send(node, g.LIST_GROUPS, None, None, deadline,
+                version, body = self._send(node, ApiKey.LIST_GROUPS, None, None, deadline,
                                            g.list_groups_request)
                 found.update((x.group_id, x) for x in g.parse_list_groups(version, body))
             return [found[k] for k in sorted(found)]
@@ -394,7 +395,7 @@ class AdminClient:
         def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
             out: dict[str, Any] = {}
             for node, ids in self._group_coordinators(pending, deadline, out).items():
-                _, body = self._send(node, g.DESCRIBE_GROUPS, None, None, deadline,
+                _, body = self._send(node, ApiKey.DESCRIBE_GROUPS, None, None, deadline,
                                      functools.partial(g.describe_groups_request, group_ids=ids))
                 out.update(g.parse_describe_groups(body, node))
             return out
@@ -412,7 +413,7 @@ class AdminClient:
         def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
             out: dict[str, Any] = {}
             for node, ids in self._group_coordinators(pending, deadline, out).items():
-                _, body = self._send(node, g.DELETE_GROUPS, None, None, deadline,
+                _, body = self._send(node, ApiKey.DELETE_GROUPS, None, None, deadline,
                                      functools.partial(g.delete_groups_request, group_ids=ids))
                 out.update(g.parse_delete_groups(body))
             return out
@@ -431,7 +432,7 @@ class AdminClient:
                 raise errors[group_id]
             node = next(iter(nodes))
             lo, hi = g.OFFSET_FETCH_RANGE
-            _, body = self._send(node, g.OFFSET_FETCH, lo, hi, deadline,
+            _, body = self._send(node, ApiKey.OFFSET_FETCH, lo, hi, deadline,
                                  functools.partial(g.offset_fetch_request, group_id=group_id))
             return g.parse_offset_fetch(body, group_id)
 
@@ -449,7 +450,7 @@ class AdminClient:
         """FindCoordinator for each group: {coordinator: its groups}; errors go to ``failed``."""
         by_node: dict[Node, list[str]] = {}
         for group_id in group_ids:
-            _, body = self._send(self._any_node(deadline), g.FIND_COORDINATOR, None,
+            _, body = self._send(self._any_node(deadline), ApiKey.FIND_COORDINATOR, None,
                                  g.FIND_COORDINATOR_MAX, deadline,
                                  functools.partial(g.find_coordinator_request, group_id=group_id))
             found = g.parse_find_coordinator(body, group_id)
@@ -631,7 +632,7 @@ class AdminClient:
         wanted = None if topics is None else list(topics)
         if wanted:
             lo = m.METADATA_NO_AUTO_CREATE  # as Java: never create topics by describing them
-        _, body = self._send(target, m.METADATA, lo, hi, deadline,
+        _, body = self._send(target, ApiKey.METADATA, lo, hi, deadline,
                              lambda v: m.metadata_request(v, wanted))
         return body
 

@@ -15,13 +15,10 @@ from typing import Any
 from samsa.admin.messages import config_resource_result
 from samsa.admin.types import ConfigResource
 from samsa.errors import KafkaError
-from samsa.protocol import APIS, Message
+from samsa.protocol import APIS, ApiKey, Message
 
-ALTER_CONFIGS = 33
-INCREMENTAL_ALTER_CONFIGS = 44
-
-AlterConfigsRequest: Any = APIS[ALTER_CONFIGS].request_class
-IncrementalAlterConfigsRequest: Any = APIS[INCREMENTAL_ALTER_CONFIGS].request_class
+AlterConfigsRequest: Any = APIS[ApiKey.ALTER_CONFIGS].request_class
+IncrementalAlterConfigsRequest: Any = APIS[ApiKey.INCREMENTAL_ALTER_CONFIGS].request_class
 
 
 class AlterConfigOpType(enum.IntEnum):

@@ -19,23 +19,18 @@ from samsa.errors import (
     for_code,
 )
 from samsa.net import Node, TopicPartition
-from samsa.protocol import APIS, Message
+from samsa.protocol import APIS, ApiKey, Message
 
 __all__ = ["GroupDescription", "GroupListing", "MemberDescription"]
 
-OFFSET_FETCH = 9
-FIND_COORDINATOR = 10
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
-DELETE_GROUPS = 42
 FIND_COORDINATOR_MAX = 3  # v4+ batches keys; one key at a time is enough here
 OFFSET_FETCH_RANGE = (2, 7)  # v2: topics=null means "all"; v8 changes the layout
 
-FindCoordinatorRequest: Any = APIS[FIND_COORDINATOR].request_class
-ListGroupsRequest: Any = APIS[LIST_GROUPS].request_class
-DescribeGroupsRequest: Any = APIS[DESCRIBE_GROUPS].request_class
-DeleteGroupsRequest: Any = APIS[DELETE_GROUPS].request_class
-OffsetFetchRequest: Any = APIS[OFFSET_FETCH].request_class
+FindCoordinatorRequest: Any = APIS[ApiKey.FIND_COORDINATOR].request_class
+ListGroupsRequest: Any = APIS[ApiKey.LIST_GROUPS].request_class
+DescribeGroupsRequest: Any = APIS[ApiKey.DESCRIBE_GROUPS].request_class
+DeleteGroupsRequest: Any = APIS[ApiKey.DELETE_GROUPS].request_class
+OffsetFetchRequest: Any = APIS[ApiKey.OFFSET_FETCH].request_class
 
 # The coordinator moved or is still loading: find it again and retry.
 COORDINATOR_ERRORS = (CoordinatorLoadInProgressError, CoordinatorNotAvailableError,

@@ -28,27 +28,20 @@ from samsa.admin.types import (
 )
 from samsa.errors import KafkaError, UnknownTopicOrPartitionError, for_code
 from samsa.net import Node, TopicPartition
-from samsa.protocol import APIS, Message
+from samsa.protocol import APIS, ApiKey, Message
 
-# API keys and the version ranges the admin client uses (within the codec's).
-METADATA = 3
-CREATE_TOPICS = 19
-DELETE_TOPICS = 20
-DELETE_RECORDS = 21
-DESCRIBE_CONFIGS = 32
-CREATE_PARTITIONS = 37
-DESCRIBE_CLUSTER = 60
+# The version ranges the admin client uses (within the codec's).
 METADATA_VERSIONS = (1, 12)  # v1: is_internal and controller id; v12: the net layer's max
 METADATA_NO_AUTO_CREATE = 4  # the first version that can ask not to create named topics
 
 # The codec's generated classes (typed Any: their fields are made at import time).
-MetadataRequest: Any = APIS[METADATA].request_class
-CreateTopicsRequest: Any = APIS[CREATE_TOPICS].request_class
-DeleteTopicsRequest: Any = APIS[DELETE_TOPICS].request_class
-DeleteRecordsRequest: Any = APIS[DELETE_RECORDS].request_class
-DescribeConfigsRequest: Any = APIS[DESCRIBE_CONFIGS].request_class
-CreatePartitionsRequest: Any = APIS[CREATE_PARTITIONS].request_class
-DescribeClusterRequest: Any = APIS[DESCRIBE_CLUSTER].request_class
+MetadataRequest: Any = APIS[ApiKey.METADATA].request_class
+CreateTopicsRequest: Any = APIS[ApiKey.CREATE_TOPICS].request_class
+DeleteTopicsRequest: Any = APIS[ApiKey.DELETE_TOPICS].request_class
+DeleteRecordsRequest: Any = APIS[ApiKey.DELETE_RECORDS].request_class
+DescribeConfigsRequest: Any = APIS[ApiKey.DESCRIBE_CONFIGS].request_class
+CreatePartitionsRequest: Any = APIS[ApiKey.CREATE_PARTITIONS].request_class
+DescribeClusterRequest: Any = APIS[ApiKey.DESCRIBE_CLUSTER].request_class
 
 _ZERO_UUID = uuid.UUID(int=0)
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionError.code

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Broker", "BrokerConfig", "BrokerContext", "RequestContext"]
+__all__ = ["Broker", "BrokerConfig", "RequestContext"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Broker", "BrokerContext"):
-        from samsa.broker import server
+    if name == "Broker":
+        from samsa.broker.server import Broker
 
-        return getattr(server, name)
+        return Broker
     if name == "BrokerConfig":
         from samsa.broker.config import BrokerConfig
 

@@ -1,47 +1,14 @@
 """KafkaRequestHandlerPool: ``num.io.threads`` threads that take requests off the RequestChannel
-and run the dispatcher (KafkaApis.handle) on them."""
+and run the dispatcher (KafkaApis.handle) on them.  Built and started by server.py, beside the
+SocketServer whose RequestChannel it serves (as Kafka's BrokerServer wires them)."""
 
 from __future__ import annotations
 
-import logging
 import threading
 
-from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
+from samsa.broker.request_channel import Dispatcher, RequestChannel, handler_failed
 
-__all__ = ["RequestHandlerPool", "handler_failed", "run_next_on_this_thread"]
-
-log = logging.getLogger("samsa.broker.handler")
-
-
-class _ThreadState(threading.local):
-    in_pool = False
-    next: RequestContext | None = None
-
-
-_state = _ThreadState()
-
-
-def run_next_on_this_thread(ctx: RequestContext) -> bool:
-    """Called on a handler thread that just finished a request whose connection has another
-    one waiting: keep it on this thread, to run when the current dispatch returns, instead of
-    a round trip through the queue and a wakeup of another thread.  False when not on a handler
-    thread (or one continuation is already held); the caller queues it then."""
-    state = _state
-    if not state.in_pool or state.next is not None:
-        return False
-    state.next = ctx
-    return True
-
-
-def handler_failed(ctx: RequestContext, exc: Exception) -> None:
-    """A dispatcher raised: log it and close the connection (unless the request was answered)."""
-    log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
-              exc_info=exc)
-    if not ctx.completed:
-        try:
-            ctx.close_connection(f"handler error: {exc!r}")
-        except Exception:
-            log.exception("closing %s after a handler error failed", ctx.connection_id)
+__all__ = ["RequestHandlerPool"]
 
 
 class RequestHandlerPool:
@@ -62,9 +29,10 @@ class RequestHandlerPool:
     def _run(self) -> None:
         channel = self._channel
         dispatcher = self._dispatcher
-        state = _state
+        state = channel.handler_state
         state.in_pool = True
         while True:
+            # A request kept for this thread by RequestChannel.run_next_on_this_thread first.
             ctx = state.next
             if ctx is None:
                 ctx = channel.get()

@@ -1,9 +1,12 @@
 """The seam between the network layer and the API handlers: RequestContext and RequestChannel.
 
 The network threads (samsa/broker/network) read a frame, decode its header and body and put a
-:class:`RequestContext` on the :class:`RequestChannel`.  A request-handler thread
-(samsa/broker/handler_pool.py, ``num.io.threads`` of them) takes it and calls the
-*dispatcher*, ``Callable[[RequestContext], None]`` (the broker's ``KafkaApis.handle``).
+:class:`RequestContext` on the :class:`RequestChannel` (or run it themselves: inline dispatch).
+A request-handler thread (samsa/broker/handler_pool.py, ``num.io.threads`` of them) takes it
+and calls the *dispatcher*, ``Callable[[RequestContext], None]`` (the broker's
+``KafkaApis.handle``).  This one RequestContext type goes from the network layer to the API
+handlers (samsa/broker/apis/context.py re-exports it); both sides import this module, never
+each other: the network package knows nothing of the handler pool, server.py wires them.
 
 The handler side must end every context with exactly one of:
 
@@ -23,13 +26,18 @@ connection is closed, as Kafka does with an unexpected error; the handler thread
 
 from __future__ import annotations
 
+import logging
 import queue
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from samsa.protocol import encode_response
 
-__all__ = ["Dispatcher", "RequestChannel", "RequestContext", "ResponseSink"]
+__all__ = ["Dispatcher", "RequestChannel", "RequestContext", "ResponseSink",
+           "UnknownApiVersionsContext", "handler_failed"]
+
+log = logging.getLogger("samsa.broker.handler")
 
 
 class ResponseSink(Protocol):
@@ -46,7 +54,8 @@ class RequestContext:
     """One decoded request and the way back to its connection.
 
     ``header``: RequestHeader (``request_api_key``, ``request_api_version``,
-    ``correlation_id``, ``client_id``); ``body``: the decoded request message;
+    ``correlation_id``, ``client_id``); ``api_key`` and ``api_version`` are the header's, read
+    once here for the dispatcher and the handlers; ``body``: the decoded request message;
     ``connection_id``: ``"localhost:port-clienthost:port-n"`` as Kafka names connections;
     ``client_host``: the peer's address; ``listener``: ``"PLAINTEXT"``; ``received_ms``:
     when the frame was complete, ``time.monotonic()`` in milliseconds (deadlines such as a
@@ -57,6 +66,8 @@ class RequestContext:
         "_conn",
         "_done",
         "_sink",
+        "api_key",
+        "api_version",
         "body",
         "client_host",
         "connection_id",
@@ -70,6 +81,8 @@ class RequestContext:
                  listener: str, received_ms: float, size: int, sink: ResponseSink,
                  conn: Any) -> None:
         self.header = header
+        self.api_key: int = header.request_api_key
+        self.api_version: int = header.request_api_version
         self.body = body
         self.connection_id = connection_id
         self.client_host = client_host
@@ -79,14 +92,6 @@ class RequestContext:
         self._sink = sink
         self._conn = conn
         self._done = False
-
-    @property
-    def api_key(self) -> int:
-        return int(self.header.request_api_key)
-
-    @property
-    def api_version(self) -> int:
-        return int(self.header.request_api_version)
 
     @property
     def correlation_id(self) -> int:
@@ -110,8 +115,7 @@ class RequestContext:
         """Send ``response`` (the response message for this request's API) to the client."""
         # Encode first: if the handler built an invalid response the request stays open and the
         # handler pool closes the connection when the error propagates.
-        chunks = encode_response(response, self.header.request_api_version,
-                                 self.header.correlation_id)
+        chunks = encode_response(response, self.api_version, self.header.correlation_id)
         self._complete("respond")
         self._sink.send_response(self._conn, chunks)
 
@@ -132,12 +136,49 @@ class RequestContext:
         self._sink.close_connection(self._conn, reason)
 
     def __repr__(self) -> str:
-        h = self.header
-        return (f"RequestContext(api_key={h.request_api_key}, version={h.request_api_version}, "
-                f"correlation_id={h.correlation_id}, connection={self.connection_id})")
+        return (f"RequestContext(api_key={self.api_key}, version={self.api_version}, "
+                f"correlation_id={self.header.correlation_id}, connection={self.connection_id})")
+
+
+class UnknownApiVersionsContext(RequestContext):
+    """An ApiVersions request of a version this broker does not know (KIP-511).
+
+    Its body cannot be decoded (``body`` is an empty ApiVersionsRequest); the handler answers
+    UNSUPPORTED_VERSION with the ApiVersions range it serves, and that answer is written in the
+    v0 layout, which every client can read (Kafka's ``RequestContext.apiVersion()`` does the
+    same).  A subclass so that the usual ``respond`` carries no check for this rare case.
+    """
+
+    __slots__ = ()
+
+    def respond(self, response: Any) -> None:
+        chunks = encode_response(response, 0, self.header.correlation_id)
+        self._complete("respond")
+        self._sink.send_response(self._conn, chunks)
 
 
 Dispatcher = Callable[[RequestContext], None]
+
+
+def handler_failed(ctx: RequestContext, exc: Exception) -> None:
+    """A dispatcher raised (on a handler thread or inline on a network thread): log it and
+    close the connection unless the request was answered, as Kafka does with an unexpected
+    error."""
+    log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
+              exc_info=exc)
+    if not ctx.completed:
+        try:
+            ctx.close_connection(f"handler error: {exc!r}")
+        except Exception:
+            log.exception("closing %s after a handler error failed", ctx.connection_id)
+
+
+class HandlerThreadState(threading.local):
+    """Per handler thread: ``in_pool`` once the thread serves the channel; ``next``: a request
+    kept to run on this thread after the current dispatch (run_next_on_this_thread)."""
+
+    in_pool = False
+    next: RequestContext | None = None
 
 
 class RequestChannel:
@@ -145,6 +186,19 @@ class RequestChannel:
 
     def __init__(self, max_queued: int) -> None:
         self._queue: queue.Queue[RequestContext | None] = queue.Queue(max_queued)
+        # Read by the handler threads' loop (handler_pool.py) once per thread, not per request.
+        self.handler_state = HandlerThreadState()
+
+    def run_next_on_this_thread(self, ctx: RequestContext) -> bool:
+        """Called on a handler thread that just finished a request whose connection has another
+        one waiting: keep it on this thread, to run when the current dispatch returns, instead
+        of a round trip through the queue and a wakeup of another thread.  False when not on a
+        handler thread (or one continuation is already held); the caller queues it then."""
+        state = self.handler_state
+        if not state.in_pool or state.next is not None:
+            return False
+        state.next = ctx
+        return True
 
     def put(self, ctx: RequestContext | None, timeout: float | None = None) -> None:
         """Queue a request (None asks one handler thread to stop); raises queue.Full on timeout."""

@@ -2,14 +2,16 @@
 
 ::
 
-    with Broker("/tmp/samsa-data", port=0) as broker:      # port 0: an ephemeral port
+    with Broker("samsa-data", port=0) as broker:      # port 0: an ephemeral port
         producer = KafkaProducer({"bootstrap.servers": broker.bootstrap_servers})
 
 ``Broker.__init__`` validates the settings, reads (or creates) ``meta.properties``, opens the
-logs (``LogManager``, which recovers them) and builds the request handlers (``KafkaApis``) and
-the ``SocketServer``; ``start()`` binds the listener, learns the port, fills in the advertised
-address and starts serving; ``close()`` stops the network threads, answers parked requests
-and closes the logs cleanly (checkpoints and the clean-shutdown marker).
+logs (``LogManager``, which recovers them) and builds the request handlers (``KafkaApis``), the
+``SocketServer`` and the ``RequestHandlerPool`` serving its RequestChannel; ``start()`` binds
+the listener, learns the port, fills in the advertised address and starts serving; ``close()``
+stops the network and handler threads, answers parked requests and closes the logs cleanly
+(checkpoints and the clean-shutdown marker).  This module only wires: each part's logic lives
+in its own module.
 
 The log and handler modules are imported when a Broker is built, not when this module is,
 and can be replaced (``log_manager_factory``, ``apis_factory``) by tests or embedders.
@@ -19,24 +21,19 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from samsa.broker.config import (
-    BrokerConfig,
-    Listener,
-    advertised_listener,
-    parse_listener,
-)
+from samsa.broker.config import BrokerConfig, advertised_listener, bind_listener
+from samsa.broker.handler_pool import RequestHandlerPool
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.broker.network import SocketServer
+from samsa.broker.network.probe import api_versions_probe
+from samsa.broker.node import BrokerNode
 from samsa.errors import ConfigError
 
 __all__ = ["DEFAULT_HOST", "Broker"]
@@ -44,7 +41,6 @@ __all__ = ["DEFAULT_HOST", "Broker"]
 log = logging.getLogger("samsa.broker")
 
 DEFAULT_HOST = "127.0.0.1"
-_API_VERSIONS_KEY = 18
 
 
 class Broker:
@@ -66,7 +62,7 @@ class Broker:
             raise ConfigError("log.dirs", "no data directory: pass data_dir (--data-dir) or "
                               "set log.dirs")
         self.data_dir = Path(directory)
-        self._bind = _bind_address(self.config, host, port)
+        self._bind = bind_listener(self.config, host, port, DEFAULT_HOST)
         self.node_id: int = self.config["node.id"]
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.meta = load_or_create_meta_properties(self.data_dir, self.node_id)
@@ -80,16 +76,15 @@ class Broker:
             from samsa.broker.log import LogManager
 
             log_manager_factory = LogManager
-        node_class: Callable[..., Any] = _Node
         if apis_factory is None:
-            from samsa.broker.apis import BrokerNode, KafkaApis
+            from samsa.broker.apis import KafkaApis
 
-            apis_factory, node_class = KafkaApis, BrokerNode
+            apis_factory = KafkaApis
 
         self.log_manager = log_manager_factory(self.data_dir, self.config)
         try:
             # The advertised port is filled in by start(), once the listener is bound.
-            self.node = node_class(node_id=self.node_id, host=self._bind.host, port=0,
+            self.node = BrokerNode(node_id=self.node_id, host=self._bind.host, port=0,
                                    rack=self.config["broker.rack"])
             self.apis = apis_factory(self.log_manager, node=self.node, config=self.config,
                                      cluster_id=self.cluster_id, data_dir=self.data_dir)
@@ -102,7 +97,10 @@ class Broker:
                       if self.config["samsa.inline.dispatch.enable"] else None)
             self.socket_server = SocketServer.from_config(
                 self.config, self.apis.handle, self._bind.host, self._bind.port,
-                api_versions_range=_advertised_api_versions(), inline=inline)
+                inline=inline)
+            self.handler_pool = RequestHandlerPool(
+                self.socket_server.request_channel, self.apis.handle,
+                int(self.config["num.io.threads"]), self.node_id)
         except BaseException:
             try:
                 self.apis.close()
@@ -126,6 +124,7 @@ class Broker:
             start_background = getattr(self.log_manager, "start_background", None)
             if start_background is not None:
                 start_background()
+            self.handler_pool.start()
             self.socket_server.start()
             self._started = True
             self._ready.set()
@@ -142,6 +141,8 @@ class Broker:
             self._closed = True
         try:
             self.socket_server.stop(timeout)
+            if self._started:
+                self.handler_pool.shutdown(timeout)
         finally:
             try:
                 self.apis.close()
@@ -165,7 +166,7 @@ class Broker:
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             try:
-                _api_versions_roundtrip(host, self.port, max(deadline - time.monotonic(), 0.01))
+                api_versions_probe(host, self.port, max(deadline - time.monotonic(), 0.01))
                 return
             except OSError as exc:
                 last_error = exc
@@ -202,50 +203,3 @@ class Broker:
     def __repr__(self) -> str:
         where = f"{self._bind.host}:{self.socket_server.port}" if self._started else "not started"
         return f"Broker(node_id={self.node_id}, {where}, data_dir={str(self.data_dir)!r})"
-
-
-@dataclass(slots=True)
-class _Node:
-    """This node as clients see it (the apis package's BrokerNode, for injected handlers)."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-def _bind_address(config: BrokerConfig, host: str | None, port: int | None) -> Listener:
-    if config["listeners"] is not None:
-        listener = parse_listener("listeners", config["listeners"])
-    else:
-        listener = Listener("PLAINTEXT", DEFAULT_HOST, 0)
-    if port is not None and not 0 <= port <= 65535:
-        raise ConfigError("port", f"{port} is out of range (0-65535)")
-    return Listener("PLAINTEXT", listener.host if host is None else host,
-                    listener.port if port is None else port)
-
-
-def _advertised_api_versions() -> tuple[int, int] | None:
-    try:
-        from samsa.broker.apis.versions import ADVERTISED
-    except ImportError:
-        return None
-    return ADVERTISED.get(_API_VERSIONS_KEY)
-
-
-def _api_versions_roundtrip(host: str, port: int, timeout: float) -> None:
-    from samsa.protocol import APIS, decode_response, encode_request
-
-    request = APIS[_API_VERSIONS_KEY].request_class()
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(encode_request(request, 0, 1, "samsa-ready-check"))
-        data = b""
-        size = None
-        while size is None or len(data) < size + 4:
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            data += chunk
-            if size is None and len(data) >= 4:
-                size = struct.unpack_from(">i", data)[0]
-        decode_response(_API_VERSIONS_KEY, 0, data[4:4 + size])

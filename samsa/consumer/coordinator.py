@@ -45,16 +45,7 @@ from samsa.consumer.protocol import (
 )
 from samsa.consumer.records import OffsetAndMetadata
 from samsa.consumer.subscription import SubscriptionState
-from samsa.consumer.versions import (
-    FIND_COORDINATOR,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-    group_api_version,
-)
+from samsa.consumer.versions import group_api_version
 from samsa.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -66,6 +57,7 @@ from samsa.net.client import ClientRequest, ClientResponse
 from samsa.net.cluster import Node, TopicPartition
 from samsa.net.sync import await_ready, send_and_receive
 from samsa.protocol import (
+    ApiKey,
     FindCoordinatorRequest,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -216,8 +208,9 @@ class ConsumerCoordinator:
         node = self.client.least_loaded_node(now)
         if node is None or not self.client.ready(node, now):
             return  # ready() started connecting; a later poll sends
-        version = group_api_version(self.client.api_versions(node.id), FIND_COORDINATOR)
-        self.versions_used[FIND_COORDINATOR] = version
+        version = group_api_version(self.client.api_versions(node.id),
+                                    ApiKey.FIND_COORDINATOR)
+        self.versions_used[ApiKey.FIND_COORDINATOR] = version
         if version >= 4:
             request = FindCoordinatorRequest(key_type=0, coordinator_keys=[self.group_id])
         else:
@@ -421,7 +414,7 @@ class ConsumerCoordinator:
 
         # The coordinator parks a JoinGroup for up to the rebalance timeout.
         timeout = max(self.request_timeout_ms, self.rebalance_timeout_ms + 5000)
-        if not self._send_async(JOIN_GROUP, build, self._group_callback(), now, timeout):
+        if not self._send_async(ApiKey.JOIN_GROUP, build, self._group_callback(), now, timeout):
             return False
         self.phase = JOINING
         return True
@@ -476,7 +469,7 @@ class ConsumerCoordinator:
                              for m, a in assignments.items()])
 
         self._join_body = None
-        if not self._send_async(SYNC_GROUP, build, self._group_callback(), now,
+        if not self._send_async(ApiKey.SYNC_GROUP, build, self._group_callback(), now,
                                 max(self.request_timeout_ms, self.rebalance_timeout_ms + 5000)):
             self.phase = IDLE  # the coordinator went away: rejoin
             self.need_rejoin = True
@@ -587,7 +580,7 @@ class ConsumerCoordinator:
             elif response.body.error_code and generation == self.generation:
                 self._hb_error = response.body.error_code
 
-        if self._send_async(HEARTBEAT, build, done, now, self.request_timeout_ms):
+        if self._send_async(ApiKey.HEARTBEAT, build, done, now, self.request_timeout_ms):
             self._hb_in_flight = True
             self.next_heartbeat_ms = now + self.heartbeat_interval_ms
 
@@ -639,7 +632,7 @@ class ConsumerCoordinator:
             return LeaveGroupRequest(group_id=self.group_id, member_id=member)
 
         try:
-            self._request(LEAVE_GROUP, build, min(timeout_ms, self.request_timeout_ms))
+            self._request(ApiKey.LEAVE_GROUP, build, min(timeout_ms, self.request_timeout_ms))
         except KafkaError as exc:
             log.info("group %s: LeaveGroup failed: %s", self.group_id, exc)
         self.member_id = ""
@@ -717,7 +710,7 @@ class ConsumerCoordinator:
         while True:
             self.ensure_coordinator(deadline)
             try:
-                body, _ = self._request(OFFSET_COMMIT, self._commit_request(offsets),
+                body, _ = self._request(ApiKey.OFFSET_COMMIT, self._commit_request(offsets),
                                         deadline - self._now())
             except KafkaConnectionError:
                 if self._now() >= deadline:
@@ -761,7 +754,7 @@ class ConsumerCoordinator:
                     error, _ = self._commit_error(response.body)
                 self._completed_commits.append((callback, offsets, error))
 
-            if not self._send_async(OFFSET_COMMIT, self._commit_request(offsets), done, now):
+            if not self._send_async(ApiKey.OFFSET_COMMIT, self._commit_request(offsets), done, now):
                 return
             self._async_queue.pop(0)
             self._async_in_flight += 1
@@ -828,7 +821,8 @@ class ConsumerCoordinator:
         while True:
             self.ensure_coordinator(deadline)
             try:
-                body, version = self._request(OFFSET_FETCH, self._offset_fetch_request(partitions),
+                body, version = self._request(ApiKey.OFFSET_FETCH,
+                                              self._offset_fetch_request(partitions),
                                               deadline - self._now())
                 return self._parse_offset_fetch(body, version)
             except KafkaConnectionError:
@@ -880,7 +874,7 @@ class ConsumerCoordinator:
                 else:
                     subs.request_reset(tp)  # nothing committed: auto.offset.reset
 
-        if self._send_async(OFFSET_FETCH, self._offset_fetch_request(missing), done, now):
+        if self._send_async(ApiKey.OFFSET_FETCH, self._offset_fetch_request(missing), done, now):
             self._committed_request = parts
 
     def fetching_committed(self, tp: TopicPartition) -> bool:

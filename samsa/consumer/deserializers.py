@@ -151,7 +151,7 @@ def as_deserialize_fn(spec: Any) -> DeserializeFn | None:
         return None
     deserialize = getattr(spec, "deserialize", None)
     if callable(deserialize):
-        return deserialize  # type: ignore[no-any-return]
+        return deserialize
     if callable(spec):
         return _CallableDeserializer(spec).deserialize
     raise SerializationError(

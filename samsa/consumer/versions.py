@@ -14,27 +14,23 @@ versions, so its mock was never exercised with them.
 from __future__ import annotations
 
 from samsa.net.api_versions import NodeApiVersions, pick_version
+from samsa.protocol import ApiKey
 
-__all__ = ["API_VERSIONS", "FIND_COORDINATOR", "HEARTBEAT", "JOIN_GROUP", "LEAVE_GROUP",
-           "LEGACY_CAPS", "OFFSET_COMMIT", "OFFSET_FETCH", "SYNC_GROUP", "group_api_version"]
-
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-API_VERSIONS = 18
+__all__ = ["LEGACY_CAPS", "group_api_version"]
 
 # Lowest versions the coordinator code builds requests for (older ones lack fields it needs:
 # OffsetCommit v2 drops nothing we use but v0-1 carry timestamps; OffsetFetch v0 reads ZooKeeper).
-MIN_VERSIONS: dict[int, int] = {OFFSET_COMMIT: 2, OFFSET_FETCH: 1}
+MIN_VERSIONS: dict[int, int] = {ApiKey.OFFSET_COMMIT: 2, ApiKey.OFFSET_FETCH: 1}
 
 # Non-flexible ceilings for brokers without flexible ApiVersions (see the module docstring).
 LEGACY_CAPS: dict[int, int] = {
-    FIND_COORDINATOR: 2,
-    JOIN_GROUP: 5,
-    SYNC_GROUP: 3,
-    HEARTBEAT: 3,
-    LEAVE_GROUP: 2,
-    OFFSET_COMMIT: 7,
-    OFFSET_FETCH: 5,
+    ApiKey.FIND_COORDINATOR: 2,
+    ApiKey.JOIN_GROUP: 5,
+    ApiKey.SYNC_GROUP: 3,
+    ApiKey.HEARTBEAT: 3,
+    ApiKey.LEAVE_GROUP: 2,
+    ApiKey.OFFSET_COMMIT: 7,
+    ApiKey.OFFSET_FETCH: 5,
 }
 
 
@@ -46,7 +42,7 @@ def group_api_version(versions: NodeApiVersions | None, api_key: int) -> int:
     hi: int | None = None
     if versions is None:
         return pick_version(api_key, lo, LEGACY_CAPS.get(api_key), None, broker_known=False)
-    own = versions.version_range(API_VERSIONS)
+    own = versions.version_range(ApiKey.API_VERSIONS)
     if own is None or own[1] < 3:
         hi = LEGACY_CAPS.get(api_key)
     return versions.latest_usable_version(api_key, lo, hi)

@@ -1,6 +1,6 @@
 """The client-side network layer: Selector, KafkaChannel, NetworkClient, Metadata, Cluster.
 
-Layering, bottom up (the seeds' names)::
+Layering, bottom up (the names of Kafka's Java client classes)::
 
     KafkaChannel   one non-blocking socket: 4-byte size framing, partial reads and writes
     Selector       all channels, one poll(): connected / completed_sends /

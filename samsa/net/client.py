@@ -1,6 +1,6 @@
 """NetworkClient: requests and responses over the Selector, with connection management.
 
-The seeds' NetworkClient, Kafka 4.x behaviour:
+Kafka's Java ``NetworkClient``, Kafka 4.x behaviour:
 
 * ``ready(node, now)`` is True when the node can take a request now; otherwise it starts a
   connect if the reconnect backoff allows and returns False.  ``is_ready`` only asks.
@@ -38,10 +38,10 @@ import os
 import random
 import struct
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-import samsa
+from samsa._version import __version__
 from samsa.errors import (
     ConfigError,
     ForkedClientError,
@@ -60,14 +60,13 @@ from samsa.net.cluster import Node
 from samsa.net.connection_states import ClusterConnectionStates
 from samsa.net.in_flight import InFlightRequests
 from samsa.net.metadata import Metadata, MetadataRequestPlan
+from samsa.net.request import ClientRequest, ClientResponse
 from samsa.net.selector import DEFAULT_MAX_RECEIVE_SIZE, IdleConnectionClosed, Selector
-from samsa.protocol import APIS, Message, decode_response, encode_request
+from samsa.protocol import APIS, ApiKey, Message, decode_response, encode_request
 from samsa.protocol.messages.api_versions import API as _API_VERSIONS_API
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS_KEY = 18
-METADATA_KEY = 3
 _UNSUPPORTED_VERSION = UnsupportedVersionError.code
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -77,9 +76,6 @@ _MAX_CORRELATION_ID = 2**31 - 1
 # brokers that answer anyway); real brokers never answer, so the memory must stay bounded.
 _NO_RESPONSE_MEMORY = 4096
 _SOFTWARE_NAME = "samsa"
-
-ResponseCallback = Callable[["ClientResponse"], None]
-
 
 class CorrelationIdMismatchError(KafkaConnectionError):
     """A response's correlation id was not the oldest in-flight request's: the connection's
@@ -100,127 +96,6 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-# -- requests and responses ------------------------------------------------------------------
-
-
-class ClientRequest:
-    """A request for one node.  The version is picked at send time from what the node
-    supports within ``min_version``..``max_version`` (None: the codec's bounds)."""
-
-    __slots__ = (
-        "api_key",
-        "api_version",
-        "callback",
-        "context",
-        "correlation_id",
-        "created_ms",
-        "destination",
-        "done",
-        "expect_response",
-        "internal",
-        "max_version",
-        "min_version",
-        "request",
-        "request_timeout_ms",
-        "send",
-        "send_time_ms",
-    )
-
-    def __init__(self, destination: int | Node, request: Message, *,
-                 expect_response: bool = True, callback: ResponseCallback | None = None,
-                 created_ms: float | None = None, min_version: int | None = None,
-                 max_version: int | None = None, request_timeout_ms: float | None = None,
-                 context: Any = None) -> None:
-        api = request.api
-        if api is None or type(request) is not api.request_class:
-            raise TypeError(f"{type(request).__name__} is not a request message")
-        self.destination: int = destination.id if isinstance(destination, Node) else destination
-        self.request = request
-        self.api_key: int = api.key
-        self.min_version = min_version
-        self.max_version = max_version
-        self.api_version = -1
-        self.expect_response = expect_response
-        self.callback = callback
-        self.created_ms = monotonic_ms() if created_ms is None else created_ms
-        self.correlation_id = -1
-        self.send_time_ms = 0.0
-        self.request_timeout_ms = request_timeout_ms
-        self.send: NetworkSend | None = None
-        self.internal = False
-        self.done = False
-        self.context = context  # free for the caller (e.g. the batches of a produce request)
-
-    @property
-    def api_name(self) -> str:
-        return APIS[self.api_key].name
-
-    def __repr__(self) -> str:
-        return (f"ClientRequest({self.api_name} v{self.api_version}, to={self.destination}, "
-                f"correlation_id={self.correlation_id}, expect_response={self.expect_response})")
-
-
-class ClientResponse:
-    """The outcome of a ClientRequest.  Exactly one of: ``body`` (a response, or None for a
-    request that expects none), ``disconnected`` (``timed_out`` if by request timeout),
-    ``version_mismatch`` (no version both sides support; nothing was sent).  ``error`` says why
-    a request failed, in words fit for a log or an exception."""
-
-    __slots__ = (
-        "body",
-        "disconnected",
-        "error",
-        "received_ms",
-        "request",
-        "timed_out",
-        "version_mismatch",
-    )
-
-    def __init__(self, request: ClientRequest, body: Any = None, *, received_ms: float,
-                 disconnected: bool = False, timed_out: bool = False,
-                 version_mismatch: UnsupportedVersionError | None = None,
-                 error: KafkaError | None = None) -> None:
-        self.request = request
-        self.body = body
-        self.received_ms = received_ms
-        self.disconnected = disconnected
-        self.timed_out = timed_out
-        self.version_mismatch = version_mismatch
-        self.error = error if error is not None else version_mismatch
-
-    @property
-    def destination(self) -> int:
-        return self.request.destination
-
-    @property
-    def api_key(self) -> int:
-        return self.request.api_key
-
-    @property
-    def api_version(self) -> int:
-        return self.request.api_version
-
-    @property
-    def correlation_id(self) -> int:
-        return self.request.correlation_id
-
-    @property
-    def has_response(self) -> bool:
-        return self.body is not None
-
-    @property
-    def latency_ms(self) -> float:
-        return self.received_ms - self.request.created_ms
-
-    def __repr__(self) -> str:
-        r = self.request
-        state = ("version mismatch" if self.version_mismatch else
-                 "timed out" if self.timed_out else
-                 "disconnected" if self.disconnected else "ok")
-        return (f"ClientResponse({r.api_name} v{r.api_version} from {r.destination}, "
-                f"correlation_id={r.correlation_id}, {state})")
 
 
 # -- the client ---------------------------------------------------------------------------
@@ -397,9 +272,6 @@ class NetworkClient:
     def in_flight_request_count(self, node_id: int | None = None) -> int:
         return self.in_flight_requests.count(node_id)
 
-    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
-        return not self.in_flight_requests.is_empty(node_id)
-
     def least_loaded_node(self, now: float) -> Node | None:
         """The node with the fewest in-flight requests among those ready; else one that is
         connecting; else one we may connect to (honouring backoff); else None."""
@@ -430,11 +302,6 @@ class NetworkClient:
         return found_ready or found_connecting or found_can_connect
 
     # -- sending ---------------------------------------------------------------------------
-
-    def new_client_request(self, node: Node | int, request: Message, now: float | None = None,
-                           **kwargs: Any) -> ClientRequest:
-        return ClientRequest(node, request, created_ms=self._clock() if now is None else now,
-                             **kwargs)
 
     def send(self, request: ClientRequest, now: float | None = None) -> None:
         """Queue a request for a node that ``ready`` said yes to."""
@@ -572,7 +439,7 @@ class NetworkClient:
                 continue
             in_flight.complete_next(node_id)
             request.done = True
-            if request.internal and request.api_key == API_VERSIONS_KEY:
+            if request.internal and request.api_key == ApiKey.API_VERSIONS:
                 if not self._handle_api_versions_response(request, payload, responses, now):
                     broken.add(node_id)
                 continue
@@ -635,9 +502,9 @@ class NetworkClient:
             if self.selector.is_channel_ready(node_id) and \
                     self.in_flight_requests.can_send_more(node_id):
                 del self._nodes_needing_api_versions[node_id]
-                body = APIS[API_VERSIONS_KEY].request_class(
+                body = APIS[ApiKey.API_VERSIONS].request_class(
                     client_software_name=_SOFTWARE_NAME,
-                    client_software_version=getattr(samsa, "__version__", "0") or "0")
+                    client_software_version=__version__)
                 request = ClientRequest(node_id, body, created_ms=now, min_version=version,
                                         max_version=version)
                 request.internal = True
@@ -775,7 +642,7 @@ class NetworkClient:
     def _maybe_update_metadata_from(self, node: Node, now: float) -> float:
         if self._can_send_request(node.id):
             try:
-                version = self.pick_version(node, METADATA_KEY, 0, self.metadata_max_version)
+                version = self.pick_version(node, ApiKey.METADATA, 0, self.metadata_max_version)
             except UnsupportedVersionError as e:
                 self.metadata.failed_update(now, e, fatal=True)
                 return self.request_timeout_ms
@@ -895,12 +762,12 @@ def _parse_api_versions(version: int, payload: Any) -> Any:
     """An ApiVersions response body, or None if it does not parse at ``version`` (nor, for
     an error reply, with the v0 layout Kafka uses for UNSUPPORTED_VERSION)."""
     try:
-        return decode_response(API_VERSIONS_KEY, version, payload)[1]
+        return decode_response(ApiKey.API_VERSIONS, version, payload)[1]
     except Exception:  # noqa: BLE001 -- malformed bodies are expected here (mock cluster)
         if version == 0:
             return None
     try:
-        return decode_response(API_VERSIONS_KEY, 0, payload)[1]
+        return decode_response(ApiKey.API_VERSIONS, 0, payload)[1]
     except Exception:  # noqa: BLE001
         return None
 
@@ -909,13 +776,13 @@ def _advertised_api_versions_max(body: Any) -> int | None:
     if body is None:
         return None
     for k in body.api_keys or ():
-        if k.api_key == API_VERSIONS_KEY:
+        if k.api_key == ApiKey.API_VERSIONS:
             return k.max_version
     return None
 
 
 def _metadata_request(plan: MetadataRequestPlan, version: int) -> Message:
-    cls = APIS[METADATA_KEY].request_class
+    cls = APIS[ApiKey.METADATA].request_class
     topic_cls = cls.MetadataRequestTopic
     topics: list[Any] | None
     if plan.topics is None:

@@ -11,14 +11,13 @@ import struct
 from typing import Any
 
 from samsa.errors import UnsupportedVersionError
+from samsa.protocol.api_keys import ApiKey
 from samsa.protocol.apis import api_for
 from samsa.protocol.codec import MALFORMED, decode_struct, malformed, struct_codec
 from samsa.protocol.message import Message, make_class
 from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
 from samsa.protocol.schema import StructSchema, build_struct
 from samsa.protocol.types import INT32, Decoder, ExternalChunks, ProtocolDecodeError
-
-API_VERSIONS_KEY = 18
 
 _request_header_schema = build_struct("RequestHeader", REQUEST_HEADER, {}, {})
 _response_header_schema = build_struct("ResponseHeader", RESPONSE_HEADER, {}, {})
@@ -32,7 +31,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if api_for(api_key).is_flexible(api_version) else 0
 

@@ -23,7 +23,7 @@ from samsa.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from samsa.protocol import APIS, decode_body, encode_body
+from samsa.protocol import APIS, ApiKey, decode_body, encode_body
 
 
 def roundtrip(message: object, version: int) -> object:
@@ -98,7 +98,7 @@ def test_delete_records_request_groups_by_topic() -> None:
 
 
 def test_parse_create_topics_keeps_errors_per_topic() -> None:
-    R = APIS[19].response_class
+    R = APIS[ApiKey.CREATE_TOPICS].response_class
     tid = uuid.uuid4()
     response = R(throttle_time_ms=0, topics=[
         R.CreatableTopicResult(name="ok", topic_id=tid, error_code=0, num_partitions=2,
@@ -116,7 +116,7 @@ def test_parse_create_topics_keeps_errors_per_topic() -> None:
 
 
 def test_parse_describe_configs_v0_and_v1() -> None:
-    R = APIS[32].response_class
+    R = APIS[ApiKey.DESCRIBE_CONFIGS].response_class
 
     def response(**entry: object) -> object:
         return R(throttle_time_ms=0, results=[R.DescribeConfigsResult(
@@ -134,7 +134,7 @@ def test_parse_describe_configs_v0_and_v1() -> None:
 
 
 def test_parse_topic_descriptions() -> None:
-    R = APIS[3].response_class
+    R = APIS[ApiKey.METADATA].response_class
     response = R(brokers=[R.MetadataResponseBroker(node_id=2, host="h", port=1)], topics=[
         R.MetadataResponseTopic(error_code=0, name="t", topic_id=uuid.UUID(int=0),
                                 is_internal=True, partitions=[

@@ -21,6 +21,7 @@ import pytest
 
 from samsa.broker import Broker
 from samsa.protocol import (
+    ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateTopicsRequest,
@@ -231,7 +232,7 @@ def test_truncated_frames(broker: Broker) -> None:
 @pytest.mark.usefixtures("check_alive")
 @pytest.mark.parametrize("size", [MAX_REQUEST + 1, 2**31 - 1, -1, -(2**31)])
 def test_oversized_or_negative_size_prefix(broker: Broker, size: int) -> None:
-    _send_and_expect_close(broker, struct.pack(">i", size) + _header(18, 0))
+    _send_and_expect_close(broker, struct.pack(">i", size) + _header(ApiKey.API_VERSIONS, 0))
 
 
 @pytest.mark.usefixtures("check_alive")
@@ -270,13 +271,13 @@ def test_api_versions_of_an_unknown_version_answers_in_v0(broker: Broker) -> Non
     try:
         # A flexible-looking v99 request: the broker must answer in the v0 layout with error 35
         # and the versions it supports (KIP-511), and keep the connection open.
-        sock.sendall(_frame(_header(18, 99, correlation_id=42) + b"\x00" * 8))
+        sock.sendall(_frame(_header(ApiKey.API_VERSIONS, 99, correlation_id=42) + b"\x00" * 8))
         frame = _read_frame(sock)
         assert frame is not None
-        correlation_id, body = decode_response(18, 0, frame)
+        correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, frame)
         assert correlation_id == 42 and body.error_code == UNSUPPORTED_VERSION
         keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-        assert keys[18][1] >= 3
+        assert keys[ApiKey.API_VERSIONS][1] >= 3
         assert isinstance(body, ApiVersionsResponse)
         assert _call(sock, ApiVersionsRequest(), 0).error_code == 0
     finally:

@@ -1,11 +1,14 @@
-"""The network layer (SocketServer, Acceptor, Processors, RequestChannel, handler pool) against
-raw sockets and a small test dispatcher (no log, no real handlers)."""
+"""The network layer (SocketServer, Acceptor, Processors, RequestChannel) and the handler pool
+wired to it as server.py wires them, against raw sockets and a small test dispatcher (no log,
+no real handlers)."""
 
 from __future__ import annotations
 
 import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,9 +16,11 @@ from typing import Any
 
 import pytest
 
+from samsa.broker.handler_pool import RequestHandlerPool
 from samsa.broker.network import SocketServer
 from samsa.broker.request_channel import RequestContext
 from samsa.protocol import (
+    ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
     FetchRequest,
@@ -53,7 +58,8 @@ class FakeSlice:
 
 
 class TestApis:
-    """ApiVersions answers; Metadata echoes topic names, with behaviours chosen by name:
+    """ApiVersions answers (UNSUPPORTED_VERSION and ``api_versions_range`` beyond it, as
+    KafkaApis does); Metadata echoes topic names, with behaviours chosen by name:
     ``delay`` answers later from another thread, ``boom`` raises, ``silent`` sends nothing,
     ``close`` closes the connection, ``park`` waits for a later ``release`` (from any
     connection) to answer it.  Produce answers with the records' total size.  Fetch answers with
@@ -63,6 +69,7 @@ class TestApis:
 
     def __init__(self) -> None:
         self.fetch_slice: Any = None
+        self.api_versions_range = (0, 4)
         self.handled = 0
         self.lock = threading.Lock()
         self.parked: list[tuple[RequestContext, Any]] = []
@@ -71,11 +78,16 @@ class TestApis:
         with self.lock:
             self.handled += 1
         key = ctx.api_key
-        if key == 18:
+        low, high = self.api_versions_range
+        if key == ApiKey.API_VERSIONS and not low <= ctx.api_version <= high:
+            ctx.respond(ApiVersionsResponse(error_code=35, api_keys=[
+                ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)]))
+        elif key == ApiKey.API_VERSIONS:
             ctx.respond(ApiVersionsResponse(error_code=0, api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                for k, lo, hi in ((0, 0, 12), (1, 4, 12), (3, 0, 12), (18, 0, 4))]))
-        elif key == 3:
+                for k, lo, hi in ((ApiKey.PRODUCE, 0, 12), (ApiKey.FETCH, 4, 12),
+                                      (ApiKey.METADATA, 0, 12), (ApiKey.API_VERSIONS, 0, 4))]))
+        elif key == ApiKey.METADATA:
             names = [t.name for t in ctx.body.topics or []]
             response = MetadataResponse(brokers=[], topics=[
                 MetadataResponse.MetadataResponseTopic(error_code=0, name=n, partitions=[])
@@ -99,13 +111,13 @@ class TestApis:
                 ctx.respond(response)
             else:
                 ctx.respond(response)
-        elif key == 0:
+        elif key == ApiKey.PRODUCE:
             total = sum(len(p.records or b"") for t in ctx.body.topic_data
                         for p in t.partition_data)
             ctx.respond(ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
                 name="t", partition_responses=[ProduceResponse.PartitionProduceResponse(
                     index=0, error_code=0, base_offset=total)])]))
-        elif key == 1:
+        elif key == ApiKey.FETCH:
             ctx.respond(FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
                 topic="t", partitions=[FetchResponse.PartitionData(
                     partition_index=0, error_code=0, high_watermark=1,
@@ -126,21 +138,23 @@ INLINE_MODES: dict[str, Callable[[RequestContext], bool] | None] = {
 @pytest.fixture(params=list(INLINE_MODES))
 def start_server(request: pytest.FixtureRequest
                  ) -> Iterator[Callable[..., tuple[SocketServer, TestApis]]]:
-    servers: list[SocketServer] = []
+    servers: list[tuple[SocketServer, RequestHandlerPool]] = []
 
-    def start(**kwargs: Any) -> tuple[SocketServer, TestApis]:
+    def start(num_io_threads: int = 2, **kwargs: Any) -> tuple[SocketServer, TestApis]:
         apis = TestApis()
         kwargs.setdefault("inline", INLINE_MODES[request.param])
         kwargs.setdefault("num_network_threads", 2)
-        kwargs.setdefault("num_io_threads", 2)
         server = SocketServer(apis.handle, "127.0.0.1", 0, **kwargs)
+        pool = RequestHandlerPool(server.request_channel, apis.handle, num_io_threads)
+        pool.start()
         server.start()
-        servers.append(server)
+        servers.append((server, pool))
         return server, apis
 
     yield start
-    for server in servers:
+    for server, pool in servers:
         server.stop()
+        pool.shutdown()
 
 
 @pytest.fixture
@@ -218,7 +232,8 @@ def test_api_versions_every_version(server: SocketServer, version: int) -> None:
     body = client.call(ApiVersionsRequest(client_software_name="samsa-test",
                                           client_software_version="1.0"), version)
     assert body.error_code == 0
-    assert (18, 0, 4) in [(k.api_key, k.min_version, k.max_version) for k in body.api_keys]
+    assert (ApiKey.API_VERSIONS, 0, 4) in [(k.api_key, k.min_version, k.max_version)
+                                           for k in body.api_keys]
 
 
 def test_api_versions_unknown_version_is_answered_in_v0_layout(server: SocketServer) -> None:
@@ -227,23 +242,26 @@ def test_api_versions_unknown_version_is_answered_in_v0_layout(server: SocketSer
                                                         client_software_version="1"), 3, 42, "c"))
     struct.pack_into(">h", frame, 6, 99)  # request_api_version
     client.sock.sendall(frame)
-    correlation_id, body = client.receive(18, 0)
+    correlation_id, body = client.receive(ApiKey.API_VERSIONS, 0)
     assert correlation_id == 42
     assert body.error_code == 35
-    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version)
+            for k in body.api_keys] == [(ApiKey.API_VERSIONS, 0, 4)]
     # The connection stays usable: the client retries with a version we know.
     assert client.call(ApiVersionsRequest(), 0).error_code == 0
 
 
-def test_api_versions_error_range_comes_from_the_server(
+def test_api_versions_error_range_comes_from_the_handler(
         start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
-    server, _ = start_server(api_versions_range=(0, 3))
+    server, apis = start_server()
+    apis.api_versions_range = (0, 3)
     client = Client(server.port)
     frame = bytearray(encode_request(ApiVersionsRequest(), 0, 5, "c"))
     struct.pack_into(">h", frame, 6, 7)
     client.sock.sendall(frame)
-    _, body = client.receive(18, 0)
-    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 3)]
+    _, body = client.receive(ApiKey.API_VERSIONS, 0)
+    assert [(k.api_key, k.min_version, k.max_version)
+            for k in body.api_keys] == [(ApiKey.API_VERSIONS, 0, 3)]
 
 
 # --- framing ----------------------------------------------------------------------------------------
@@ -255,7 +273,7 @@ def test_request_sent_byte_by_byte(server: SocketServer) -> None:
     for i in range(len(frame)):
         client.sock.send(frame[i:i + 1])
         time.sleep(0.001)  # let each byte arrive in its own segment
-    correlation_id, body = client.receive(3, 1)
+    correlation_id, body = client.receive(ApiKey.METADATA, 1)
     assert correlation_id == 7
     assert echo_names(body) == ["a", "b"]
 
@@ -272,7 +290,7 @@ def test_pipelined_requests_are_answered_in_request_order(server: SocketServer) 
     client.sock.sendall(b"".join(frames))
     got = []
     for _ in frames:
-        correlation_id, body = client.receive(3, 1)
+        correlation_id, body = client.receive(ApiKey.METADATA, 1)
         got.append((correlation_id, echo_names(body)[0]))
     assert got == expected
 
@@ -285,7 +303,7 @@ def test_pipelined_requests_with_strict_muting(
     frames = [encode_request(metadata("delay" if i % 3 == 0 else f"t{i}"), 4, i, "c")
               for i in range(30)]
     client.sock.sendall(b"".join(frames))
-    assert [client.receive(3, 4)[0] for _ in frames] == list(range(30))
+    assert [client.receive(ApiKey.METADATA, 4)[0] for _ in frames] == list(range(30))
 
 
 def test_large_request_is_received_whole(server: SocketServer) -> None:
@@ -308,9 +326,10 @@ def test_small_and_large_requests_interleaved_in_one_write(server: SocketServer)
               encode_request(metadata("m3"), 1, 3, "c")]
     client = Client(server.port)
     client.sock.sendall(b"".join(frames))
-    assert echo_names(client.receive(3, 1)[1]) == ["m1"]
-    assert client.receive(0, 7)[1].responses[0].partition_responses[0].base_offset == 200_000
-    assert echo_names(client.receive(3, 1)[1]) == ["m3"]
+    assert echo_names(client.receive(ApiKey.METADATA, 1)[1]) == ["m1"]
+    produced = client.receive(ApiKey.PRODUCE, 7)[1]
+    assert produced.responses[0].partition_responses[0].base_offset == 200_000
+    assert echo_names(client.receive(ApiKey.METADATA, 1)[1]) == ["m3"]
 
 
 # --- bad input closes only the offending connection --------------------------------------------------
@@ -372,7 +391,7 @@ def test_requests_before_a_bad_one_are_answered(server: SocketServer) -> None:
     client = Client(server.port)
     client.sock.sendall(encode_request(metadata("first"), 1, 1, "c")
                         + BAD_REQUESTS["unknown api key"])
-    assert echo_names(client.receive(3, 1)[1]) == ["first"]
+    assert echo_names(client.receive(ApiKey.METADATA, 1)[1]) == ["first"]
     client.assert_closed()
 
 
@@ -413,7 +432,7 @@ def test_request_answered_by_another_connections_request_moves_on(
                 break
         time.sleep(0.001)
     assert echo_names(b.call(metadata("release"), 1)) == ["release"]
-    got = [a.receive(3, 1) for _ in range(3)]
+    got = [a.receive(ApiKey.METADATA, 1) for _ in range(3)]
     assert [(cid, echo_names(body)) for cid, body in got] == [(0, ["park"]), (1, ["x"]),
                                                                (2, ["y"])]
 
@@ -427,7 +446,7 @@ def test_responses_held_for_a_burst_are_sent_when_the_next_request_parks(
     a = Client(server.port)
     a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
                             for i, name in enumerate(["x", "y", "park"])))
-    got = [a.receive(3, 1) for _ in range(2)]
+    got = [a.receive(ApiKey.METADATA, 1) for _ in range(2)]
     assert [(cid, echo_names(body)) for cid, body in got] == [(0, ["x"]), (1, ["y"])]
     while True:
         with apis.lock:
@@ -438,7 +457,7 @@ def test_responses_held_for_a_burst_are_sent_when_the_next_request_parks(
     assert [conn.corked for conn in processor._connections] == [False]
     b = Client(server.port)
     assert echo_names(b.call(metadata("release"), 1)) == ["release"]
-    assert echo_names(a.receive(3, 1)[1]) == ["park"]
+    assert echo_names(a.receive(ApiKey.METADATA, 1)[1]) == ["park"]
 
 
 def test_no_response_moves_on_to_the_next_request(server: SocketServer) -> None:
@@ -451,6 +470,22 @@ def test_handler_may_close_the_connection(server: SocketServer) -> None:
     client = Client(server.port)
     client.send(metadata("close"), 1)
     client.assert_closed()
+
+
+def test_the_network_layer_imports_neither_the_handler_pool_nor_the_handlers() -> None:
+    # Dependencies point down: server.py wires the handlers to the network layer.
+    code = ("import sys, samsa.broker.network; "
+            "print(sorted(m for m in sys.modules if m.startswith(('samsa.broker.handler_pool', "
+            "'samsa.broker.apis', 'samsa.broker.server'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_handlers_get_the_network_layers_request_context() -> None:
+    from samsa.broker.apis import context
+
+    assert context.RequestContext is RequestContext
 
 
 def test_a_context_completes_once() -> None:
@@ -467,7 +502,7 @@ def test_a_context_completes_once() -> None:
             calls.append("close")
 
     from samsa.protocol import RequestHeader
-    header = RequestHeader(request_api_key=3, request_api_version=1, correlation_id=9,
+    header = RequestHeader(request_api_key=ApiKey.METADATA, request_api_version=1, correlation_id=9,
                            client_id="c")
     ctx = RequestContext(header, metadata(), "conn", "127.0.0.1", "PLAINTEXT", 0.0, 10, Sink(),
                          None)
@@ -565,7 +600,7 @@ def test_client_half_close_still_gets_its_answers(server: SocketServer) -> None:
               for i in range(5)]
     client.sock.sendall(b"".join(frames))
     client.sock.shutdown(socket.SHUT_WR)
-    assert [client.receive(3, 1)[0] for _ in frames] == list(range(5))
+    assert [client.receive(ApiKey.METADATA, 1)[0] for _ in frames] == list(range(5))
     client.assert_closed()
 
 
@@ -599,4 +634,4 @@ def test_full_request_queue_applies_backpressure_without_deadlock(
             encode_request(metadata("delay" if i == 10 else f"q{n}-{i}"), 1, i, "c")
             for i in range(40)))
     for client in clients:
-        assert [client.receive(3, 1)[0] for _ in range(40)] == list(range(40))
+        assert [client.receive(ApiKey.METADATA, 1)[0] for _ in range(40)] == list(range(40))

@@ -13,6 +13,7 @@ from samsa.broker import Broker
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.errors import ConfigError
 from samsa.protocol import (
+    ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
     decode_response,
@@ -60,7 +61,7 @@ def api_versions(host: str, port: int) -> Any:
             chunk = sock.recv(65536)
             assert chunk
             data += chunk
-        return decode_response(18, 0, data[4:])[1]
+        return decode_response(ApiKey.API_VERSIONS, 0, data[4:])[1]
 
 
 # --- lifecycle with stand-in log and handlers ----------------------------------------------------

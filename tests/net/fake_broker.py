@@ -20,6 +20,7 @@ from typing import Any, Self
 import samsa.protocol as p
 from samsa.protocol import (
     APIS,
+    ApiKey,
     decode_request_body,
     decode_request_header,
     encode_response_bytes,
@@ -140,14 +141,14 @@ class FakeBroker:
     def _answer(self, header: Any, payload: bytes, pos: int) -> bytes | None:
         key, version = header.request_api_key, header.request_api_version
         corr = header.correlation_id + (1000 if self.corrupt_correlation else 0)
-        if key == 18:
+        if key == ApiKey.API_VERSIONS:
             if self.api_versions_reply is not None:
                 raw = self.api_versions_reply(header)
                 if raw is not None:
                     return struct.pack(">ii", len(raw) + 4, corr) + raw
             return encode_response_bytes(self.api_versions_response(), min(version, 4), corr)
         body = decode_request_body(header, payload, pos)
-        if key == 3:
+        if key == ApiKey.METADATA:
             return encode_response_bytes(self.metadata_response(body), version, corr)
         if self.handler is None:
             return None

@@ -70,9 +70,9 @@ def test_connect_sends_api_versions_first_and_becomes_ready(broker):
     first = broker.received[0]
     assert (first.request_api_key, first.request_api_version) == (18, 4)
     versions = client.api_versions(node.id)
-    assert versions is not None and versions.version_range(3) == (0, 13)
-    assert client.pick_version(node, 3, 0, 12) == 12
-    assert client.pick_version(node, 3, 1, 5) == 5
+    assert versions is not None and versions.version_range(p.ApiKey.METADATA) == (0, 13)
+    assert client.pick_version(node, p.ApiKey.METADATA, 0, 12) == 12
+    assert client.pick_version(node, p.ApiKey.METADATA, 1, 5) == 5
     client.close()
 
 
@@ -341,7 +341,8 @@ def test_send_and_wait_connection_refused():
 def test_send_and_receive_returns_the_response(broker):
     client = new_client()
     response = send_and_receive(client, node_of(broker), metadata_request(), 5000)
-    assert response.api_key == 3 and response.has_response and response.destination == 0
+    assert response.api_key == p.ApiKey.METADATA
+    assert response.has_response and response.destination == 0
     client.close()
 
 
@@ -361,7 +362,7 @@ def test_bootstrap_metadata_then_real_node_ids(broker):
     assert [n.id for n in cluster.nodes] == [7] and cluster.leader_for(("t", 1)).id == 7
     assert all(ch.id >= 0 for ch in client.selector.channels)  # bootstrap connection closed
     # Metadata requests ask for the topics of interest, non-flexible or flexible alike.
-    assert any(h.request_api_key == 3 for h in broker.received)
+    assert any(h.request_api_key == p.ApiKey.METADATA for h in broker.received)
     client.close()
 
 

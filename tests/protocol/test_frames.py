@@ -16,6 +16,7 @@ from samsa.errors import KafkaError, UnsupportedVersionError
 from samsa.protocol import (
     APIS,
     APIS_BY_NAME,
+    ApiKey,
     ProtocolDecodeError,
     api_for,
     decode_body,
@@ -79,7 +80,7 @@ def test_unknown_api_key_names_key_and_version() -> None:
 def test_unknown_version_names_api_key_and_version() -> None:
     pattern = r"Produce \(API key 0\) version 99 is not supported"
     with pytest.raises(UnsupportedVersionError, match=pattern):
-        api_for(0, 99)
+        api_for(ApiKey.PRODUCE, 99)
     with pytest.raises(UnsupportedVersionError, match=pattern):
         encode_request(ProduceRequest(), 99, 1, "c")
     with pytest.raises(UnsupportedVersionError, match=pattern):
@@ -89,11 +90,11 @@ def test_unknown_version_names_api_key_and_version() -> None:
     with pytest.raises(UnsupportedVersionError, match=pattern):
         decode_body(ProduceRequest, 99, b"")
     with pytest.raises(UnsupportedVersionError, match=pattern):
-        decode_response(0, 99, b"\x00\x00\x00\x01")
+        decode_response(ApiKey.PRODUCE, 99, b"\x00\x00\x00\x01")
     with pytest.raises(UnsupportedVersionError, match=pattern):
         decode_request(_raw_request_header(0, 99, 1, None))
     with pytest.raises(UnsupportedVersionError, match=r"version -1"):
-        api_for(0, -1)
+        api_for(ApiKey.PRODUCE, -1)
 
 
 @pytest.mark.parametrize(("key", "version"), [(18, 99), (18, 5), (9999, 0), (0, 13)])
@@ -137,16 +138,17 @@ def test_short_request_header() -> None:
 def test_response_header_v1_tagged_fields_are_consumed() -> None:
     body = encode_body(ProduceResponse(throttle_time_ms=5), 9)
     plain = struct.pack(">i", 77) + b"\x00" + body
-    assert decode_response(0, 9, plain) == (77, ProduceResponse(throttle_time_ms=5))
+    assert decode_response(ApiKey.PRODUCE, 9, plain) == (77, ProduceResponse(throttle_time_ms=5))
     # An unknown tag in the header (tag 3, two bytes) is skipped, not taken for the body.
     tagged = struct.pack(">i", 77) + b"\x01\x03\x02hi" + body
-    assert decode_response(0, 9, tagged) == (77, ProduceResponse(throttle_time_ms=5))
+    assert decode_response(ApiKey.PRODUCE, 9, tagged) == (77, ProduceResponse(throttle_time_ms=5))
 
 
 def test_request_header_of_a_known_version_is_a_plain_request_header() -> None:
     frame = encode_request(ProduceRequest(acks=1), 9, 5, "me")[4:]
     header, _ = decode_request_header(frame)
-    assert header == samsa.protocol.RequestHeader(request_api_key=0, request_api_version=9,
+    assert header == samsa.protocol.RequestHeader(request_api_key=ApiKey.PRODUCE,
+                                                  request_api_version=9,
                                                   correlation_id=5, client_id="me")
     assert header.unknown_tags is None
 
@@ -279,7 +281,7 @@ def test_unknown_tags_mix_with_known_ones_in_tag_order() -> None:
     # ApiVersions v3 response, with unknown tag 2 between known tags... known tags are 0-3, so
     # use tag 7 at top level and an unknown tag inside an api_keys element.
     response = ApiVersionsResponse(error_code=0, api_keys=[
-        ApiVersionsResponse.ApiVersion(api_key=0, min_version=0, max_version=12)],
+        ApiVersionsResponse.ApiVersion(api_key=ApiKey.PRODUCE, min_version=0, max_version=12)],
         finalized_features_epoch=5)
     response.unknown_tags = {7: b"\x01\x02"}
     response.api_keys[0].unknown_tags = {3: b"z"}
@@ -354,7 +356,7 @@ def test_external_records_are_separate_chunks(version: int) -> None:
     joined = _join(chunks)
     as_bytes = _fetch_response([b"A" * 100, b"inline", b"B" * 300, None], version)
     assert joined == encode_response(as_bytes, version, 77)[0]
-    correlation_id, decoded = decode_response(1, version, joined[4:])
+    correlation_id, decoded = decode_response(ApiKey.FETCH, version, joined[4:])
     assert correlation_id == 77 and decoded == as_bytes
 
 

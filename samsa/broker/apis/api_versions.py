@@ -6,9 +6,9 @@ import re
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
-from samsa.broker.apis.versions import ADVERTISED, API_VERSIONS_KEY
+from samsa.broker.apis.versions import ADVERTISED
 from samsa.errors import InvalidRequestError, UnsupportedVersionError
-from samsa.protocol import ApiVersionsResponse
+from samsa.protocol import ApiKey, ApiVersionsResponse
 
 # KIP-511: what ClientSoftwareName / ClientSoftwareVersion may look like.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -22,16 +22,16 @@ def advertised_keys() -> list[ApiVersionsResponse.ApiVersion]:
 def unsupported_version_response() -> ApiVersionsResponse:
     """For an ApiVersions version this broker does not know: error 35 and (KIP-511) the
     ApiVersions range, in the v0 body layout, so the client retries with a version we serve."""
-    lo, hi = ADVERTISED[API_VERSIONS_KEY]
+    lo, hi = ADVERTISED[ApiKey.API_VERSIONS]
     return ApiVersionsResponse(
         error_code=UnsupportedVersionError.code,
-        api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS_KEY, min_version=lo,
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=lo,
                                                  max_version=hi)],
     )
 
 
 def handle_api_versions(services: BrokerServices, ctx: RequestContext) -> ApiVersionsResponse:
-    if ctx.header.request_api_version >= 3:
+    if ctx.api_version >= 3:
         req = ctx.body
         if not (_SOFTWARE.fullmatch(req.client_software_name or "")
                 and _SOFTWARE.fullmatch(req.client_software_version or "")):

@@ -1,11 +1,13 @@
 """DescribeCluster (key 60) and FindCoordinator (key 10): this node is the whole cluster.
 
 FindCoordinator is advertised (0-6) before the group coordinator exists because librdkafka
-<= 2.11.0 enables LZ4 only if FindCoordinator v0 is in the range (notes §1.5); it answers with
+<= 2.11.0 enables LZ4 only if FindCoordinator v0 is in the range (librdkafka's rdkafka_feature.c); it answers with
 this node for groups and transactions alike.
 """
 
 from __future__ import annotations
+
+import enum
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED
@@ -14,14 +16,21 @@ from samsa.errors import InvalidRequestError, MismatchedEndpointTypeError
 from samsa.protocol import DescribeClusterResponse, FindCoordinatorResponse
 
 BROKERS_ENDPOINT = 1
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+class CoordinatorType(enum.IntEnum):
+    """FindCoordinator's KeyType (Kafka's ``FindCoordinatorRequest.CoordinatorType``); SHARE
+    (2, KIP-932) is not served."""
+
+    GROUP = 0
+    TRANSACTION = 1
 
 
 def handle_describe_cluster(services: BrokerServices,
                             ctx: RequestContext) -> DescribeClusterResponse:
     req = ctx.body
     node = services.node
-    if ctx.header.request_api_version >= 1 and req.endpoint_type != BROKERS_ENDPOINT:
+    if ctx.api_version >= 1 and req.endpoint_type != BROKERS_ENDPOINT:
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=MismatchedEndpointTypeError.code,
             error_message="this is a broker listener; it has no controller endpoints",
@@ -39,11 +48,11 @@ def handle_describe_cluster(services: BrokerServices,
 
 def handle_find_coordinator(services: BrokerServices,
                             ctx: RequestContext) -> FindCoordinatorResponse:
-    version = ctx.header.request_api_version
+    version = ctx.api_version
     req = ctx.body
     node = services.node
-    key_type = req.key_type if version >= 1 else GROUP_KEY
-    supported = key_type in (GROUP_KEY, TRANSACTION_KEY)
+    key_type = req.key_type if version >= 1 else CoordinatorType.GROUP
+    supported = key_type in (CoordinatorType.GROUP, CoordinatorType.TRANSACTION)
     error = 0 if supported else InvalidRequestError.code
     message = None if supported else f"coordinator key type {key_type} is not supported"
     if version < 4:

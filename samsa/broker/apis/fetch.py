@@ -155,10 +155,11 @@ class FetchPlan:
         if self.version < 4 and not self._downconversion_enabled(p.topic):
             # KIP-283: with message.downconversion.enable=false consumers get 35 instead.
             return _error_partition(p.partition, UnsupportedVersionError.code)
+        sent: FileSlice | bytes | LazyDownConversionRecords = records
         if self.version < 4 and len(records):
             # Fetch v0-1 read magic 0, v2-3 magic 1: converted while sent (down_conversion.py).
             try:
-                records = LazyDownConversionRecords(records, 0 if self.version <= 1 else 1,
+                sent = LazyDownConversionRecords(records, 0 if self.version <= 1 else 1,
                                                     p.fetch_offset)
             except UnsupportedCompressionTypeError:
                 return _error_partition(p.partition, UnsupportedCompressionTypeError.code)
@@ -171,7 +172,7 @@ class FetchPlan:
                              last_stable_offset=data.last_stable_offset,
                              log_start_offset=data.log_start_offset,
                              aborted_transactions=aborted, preferred_read_replica=-1,
-                             records=records)
+                             records=sent)
 
     def _topic_codec(self, topic: str) -> str:
         """The topic's compression.type (its override, else the broker's)."""

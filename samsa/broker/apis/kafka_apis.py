@@ -49,51 +49,59 @@ from samsa.broker.apis.produce import handle_produce, produce_runs_inline
 from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.sync_group import handle_sync_group
-from samsa.broker.apis.versions import API_VERSIONS_KEY, SERVED
+from samsa.broker.apis.versions import SERVED
 from samsa.broker.log import LogManager
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.broker.unsupported_versions import log_unsupported_version
+from samsa.protocol import ApiKey
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[BrokerServices, RequestContext], Any]
 
-HANDLERS: Mapping[int, Handler] = {
-    0: handle_produce,
-    1: handle_fetch,
-    2: handle_list_offsets,
-    3: handle_metadata,
-    8: handle_offset_commit,
-    9: handle_offset_fetch,
-    10: handle_find_coordinator,
-    11: handle_join_group,
-    12: handle_heartbeat,
-    13: handle_leave_group,
-    14: handle_sync_group,
-    15: handle_describe_groups,
-    16: handle_list_groups,
-    18: handle_api_versions,
-    19: handle_create_topics,
-    20: handle_delete_topics,
-    21: handle_delete_records,
-    22: handle_init_producer_id,
-    23: handle_offset_for_leader_epoch,
-    32: handle_describe_configs,
-    37: handle_create_partitions,
-    42: handle_delete_groups,
-    60: handle_describe_cluster,
-    33: handle_alter_configs,
-    35: handle_describe_log_dirs,
-    44: handle_incremental_alter_configs,
-    47: handle_offset_delete,
-    61: handle_describe_producers,
-    75: handle_describe_topic_partitions,
+HANDLERS: Mapping[ApiKey, Handler] = {
+    ApiKey.PRODUCE: handle_produce,
+    ApiKey.FETCH: handle_fetch,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.API_VERSIONS: handle_api_versions,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
 
+# What handle() looks up per request, in one dict with plain int keys: API key -> (lowest
+# served version, highest, handler).
+_ROUTES: dict[int, tuple[int, int, Handler]] = {
+    int(key): (lo, hi, HANDLERS[key]) for key, (lo, hi) in SERVED.items()}
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+_PRODUCE = int(ApiKey.PRODUCE)
 # APIs whose handlers never block: Fetch parks in the purgatory rather than waiting, Metadata's
 # auto-create only makes empty log files.  Produce depends on the logs' flush policy.
-_INLINE_KEYS = frozenset({1, 2, 3, 18})
+_INLINE_KEYS = frozenset(int(k) for k in (ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA,
+                                          ApiKey.API_VERSIONS))
 
 
 class KafkaApis:
@@ -120,29 +128,29 @@ class KafkaApis:
         return self.services.node
 
     def handle(self, ctx: RequestContext) -> None:
-        header = ctx.header
-        key, version = header.request_api_key, header.request_api_version
-        served = SERVED.get(key)
-        if served is None or not served[0] <= version <= served[1]:
-            if key == API_VERSIONS_KEY:
-                # The network layer answers these itself (it cannot decode their bodies); kept
-                # for dispatchers that hand them over anyway.
+        key, version = ctx.api_key, ctx.api_version
+        route = _ROUTES.get(key)
+        if route is None or not route[0] <= version <= route[1]:
+            if key == _API_VERSIONS:
+                # KIP-511: UNSUPPORTED_VERSION and our range; for a version the codec does not
+                # know either, the network layer's context writes it in the v0 layout.
                 ctx.respond(unsupported_version_response())
                 return
-            log_unsupported_version(log, ctx.client_host, header.client_id, key, version,
+            log_unsupported_version(log, ctx.client_host, ctx.header.client_id, key, version,
                                     ctx.connection_id)
             ctx.close_connection(f"API key {key} version {version} is not supported")
             return
-        # An exception escaping here is logged by the handler pool, which closes the connection.
-        response = HANDLERS[key](self.services, ctx)
+        # An exception escaping here is logged by whoever dispatched (handler_failed), which
+        # closes the connection.
+        response = route[2](self.services, ctx)
         if response is not None:
             ctx.respond(response)
 
     def runs_inline(self, ctx: RequestContext) -> bool:
         """True if handling ``ctx`` cannot block (no fsync, no waiting on other requests), so a
         network thread may run it itself (samsa/broker/network/processor.py)."""
-        key = ctx.header.request_api_key
-        if key == 0:
+        key = ctx.api_key
+        if key == _PRODUCE:
             return produce_runs_inline(self.services, ctx)
         return key in _INLINE_KEYS
 

@@ -139,19 +139,18 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
     transactional = req.transactional_id is not None
     now = time.time_ns() // 1_000_000
     topics = req.topic_data
+    version = ctx.api_version
     if len(topics) == 1 and len(topics[0].partition_data) == 1 and (acks == 1 or acks == -1) \
-            and ctx.header.request_api_version >= 3:
+            and version >= 3:
         # The usual request (librdkafka sends one per partition batch): no response objects,
         # the answer comes from a template (produce_response.py).
         name = topics[0].name
         data = topics[0].partition_data[0]
-        result = _append(services, name, data.index, data.records, transactional, now,
-                         ctx.header.request_api_version)
+        result = _append(services, name, data.index, data.records, transactional, now, version)
         if not isinstance(result, PartitionResponse):
             services.fetch_purgatory.check_and_complete((name, data.index))
-            header = ctx.header
             ctx.respond_frame([success_frame(
-                header.request_api_version, header.correlation_id, name, data.index,
+                version, ctx.header.correlation_id, name, data.index,
                 result.base_offset, result.log_append_time_ms, result.log_start_offset)])
             return None
         return ProduceResponse(throttle_time_ms=0, responses=[
@@ -167,7 +166,7 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
                                    f"acks must be -1 (all), 0 or 1, not {acks}")
             else:
                 response = append_partition(services, topic.name, data.index, data.records,
-                                            transactional, now, ctx.header.request_api_version)
+                                            transactional, now, version)
             if response.error_code:
                 failed = True
             else:

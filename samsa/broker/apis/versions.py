@@ -18,43 +18,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from samsa.protocol import ApiKey
+
 # API key -> (min, max) advertised.  Only APIs that are implemented are listed.
-ADVERTISED: Mapping[int, tuple[int, int]] = MappingProxyType({
-    0: (0, 12),    # Produce (v0-2: magic 0/1 up-converted)
-    1: (0, 12),    # Fetch (v0-3: down-converted to magic 0/1)
-    2: (0, 9),     # ListOffsets (v0: OldStyleOffsets)
-    3: (0, 12),    # Metadata
-    8: (0, 9),     # OffsetCommit (v0: ZooKeeper offsets, UNSUPPORTED_VERSION as KRaft)
-    9: (0, 9),     # OffsetFetch (v0: ZooKeeper offsets, UNSUPPORTED_VERSION as KRaft)
-    10: (0, 6),    # FindCoordinator (this node)
-    11: (0, 9),    # JoinGroup (librdkafka <= 2.11.0 needs v0 for balanced consumers)
-    12: (0, 4),    # Heartbeat
-    13: (0, 5),    # LeaveGroup
-    14: (0, 5),    # SyncGroup
-    15: (0, 5),    # DescribeGroups
-    16: (0, 5),    # ListGroups
-    18: (0, 4),    # ApiVersions
-    19: (0, 7),    # CreateTopics
-    20: (0, 6),    # DeleteTopics
-    21: (0, 2),    # DeleteRecords
-    22: (0, 5),    # InitProducerId
-    23: (0, 4),    # OffsetForLeaderEpoch
-    32: (0, 4),    # DescribeConfigs
-    37: (0, 3),    # CreatePartitions
-    42: (0, 2),    # DeleteGroups
-    60: (0, 1),    # DescribeCluster
+ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
+    ApiKey.PRODUCE: (0, 12),  # v0-2: magic 0/1 up-converted
+    ApiKey.FETCH: (0, 12),  # v0-3: down-converted to magic 0/1
+    ApiKey.LIST_OFFSETS: (0, 9),  # v0: OldStyleOffsets
+    ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (0, 9),  # v0: ZooKeeper offsets, UNSUPPORTED_VERSION as KRaft
+    ApiKey.OFFSET_FETCH: (0, 9),  # v0: ZooKeeper offsets, UNSUPPORTED_VERSION as KRaft
+    ApiKey.FIND_COORDINATOR: (0, 6),  # this node
+    ApiKey.JOIN_GROUP: (0, 9),  # librdkafka <= 2.11.0 needs v0 for balanced consumers
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Admin calls of issue 11 (Kafka 3.9's ranges).
-    33: (0, 2),    # AlterConfigs
-    35: (0, 4),    # DescribeLogDirs
-    44: (0, 1),    # IncrementalAlterConfigs
-    47: (0, 0),    # OffsetDelete
-    61: (0, 0),    # DescribeProducers
-    75: (0, 0),    # DescribeTopicPartitions (KIP-966)
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KIP-966
 })
 
 # Versions a request may actually carry; anything else closes the connection.
-SERVED: Mapping[int, tuple[int, int]] = MappingProxyType({
+SERVED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     **ADVERTISED,
 })
-
-API_VERSIONS_KEY = 18

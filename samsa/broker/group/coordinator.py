@@ -1,4 +1,4 @@
-"""The group coordinator: Kafka's classic group protocol on one node (notes §6.1-6.5).
+"""The group coordinator: Kafka's classic group protocol on one node (its GroupCoordinator).
 
 States Empty -> PreparingRebalance -> CompletingRebalance -> Stable (and Dead when deleted).
 
@@ -154,7 +154,7 @@ class GroupDescription:
 class GroupCoordinator:
     def __init__(self, logs: LogManager, config: Mapping[str, Any] | None = None, *,
                  partition_exists: Callable[[str, int], bool] | None = None,
-                 on_append: Callable[[str, int], None] | None = None) -> None:
+                 on_append: Callable[[str, int], object] | None = None) -> None:
         given = dict(config or {})
         self.settings: dict[str, int] = {}
         for name, default in GROUP_DEFAULTS.items():

@@ -45,37 +45,40 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from samsa.broker.handler_pool import handler_failed, run_next_on_this_thread
 from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
-from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
+from samsa.broker.request_channel import (
+    Dispatcher,
+    RequestChannel,
+    RequestContext,
+    UnknownApiVersionsContext,
+    handler_failed,
+)
 from samsa.broker.unsupported_versions import log_unsupported_version
 from samsa.errors import UnsupportedVersionError
 from samsa.protocol import (
     APIS,
+    ApiKey,
     ProtocolDecodeError,
     decode_request_body,
     decode_request_header,
-    encode_response,
 )
 
 __all__ = ["Processor"]
 
 log = logging.getLogger("samsa.broker.network")
 
-API_VERSIONS_KEY = 18
-UNSUPPORTED_VERSION = 35
+_API_VERSIONS = int(ApiKey.API_VERSIONS)  # compared per request: a plain int
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere responses go out one by one
 _NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH, _NEXT = range(6)
-_ApiVersionsResponse: Any = APIS[API_VERSIONS_KEY].response_class
+_ApiVersionsRequest: Any = APIS[_API_VERSIONS].request_class
 
 
 class Processor:
     def __init__(self, index: int, channel: RequestChannel, *, max_request_bytes: int,
                  idle_ms: int, max_pending_frames: int, max_pending_bytes: int,
                  listener: str = "PLAINTEXT", node_id: int = 0,
-                 api_versions_range: tuple[int, int] | None = None,
                  dispatcher: Dispatcher | None = None,
                  inline: Callable[[RequestContext], bool] | None = None) -> None:
         self.index = index
@@ -92,8 +95,6 @@ class Processor:
         self._max_pending_frames = max_pending_frames
         self._max_pending_bytes = max_pending_bytes
         self._listener = listener
-        api = APIS[API_VERSIONS_KEY]
-        self._api_versions_range = api_versions_range or (api.min_version, api.max_version)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -329,32 +330,31 @@ class Processor:
             self._protocol_error(conn, f"malformed request header: {exc}")
             return False
         key, version = header.request_api_key, header.request_api_version
-        api = APIS.get(key)
-        if key == API_VERSIONS_KEY and (api is None or not api.supports(version)):
-            # KIP-511: answer in the v0 layout with UNSUPPORTED_VERSION and our range for
-            # ApiVersions, so the client can retry with a version we know.
-            low, high = self._api_versions_range
-            response = _ApiVersionsResponse(
-                error_code=UNSUPPORTED_VERSION,
-                api_keys=[_ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS_KEY,
-                                                         min_version=low, max_version=high)])
-            return self._send(conn, encode_response(response, 0, header.correlation_id))
-        try:
-            body = decode_request_body(header, payload, pos)
-        except UnsupportedVersionError as exc:
-            log_unsupported_version(log, conn.client_host, header.client_id, key, version,
-                                    conn.id)
-            self.close_connection(conn, str(exc))
-            return False
-        except ProtocolDecodeError as exc:
-            self._protocol_error(
-                conn, f"malformed {api.name if api else key} v{version} request: {exc}")
-            return False
-        except Exception as exc:  # noqa: BLE001 - any decode failure is the client's garbage
-            self._protocol_error(conn, f"cannot decode API key {key} v{version}: {exc!r}")
-            return False
-        ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
-                             received * 1000.0, len(frame), self, conn)
+        if key == _API_VERSIONS and not APIS[_API_VERSIONS].supports(version):
+            # KIP-511: not decoded, handled as Kafka's RequestContext.parseRequest does: the
+            # handler answers UNSUPPORTED_VERSION with its range, in the v0 layout, so the
+            # client can retry with a version we know.
+            ctx: RequestContext = UnknownApiVersionsContext(
+                header, _ApiVersionsRequest(), conn.id, conn.client_host, self._listener,
+                received * 1000.0, len(frame), self, conn)
+        else:
+            try:
+                body = decode_request_body(header, payload, pos)
+            except UnsupportedVersionError as exc:
+                log_unsupported_version(log, conn.client_host, header.client_id, key, version,
+                                        conn.id)
+                self.close_connection(conn, str(exc))
+                return False
+            except ProtocolDecodeError as exc:
+                api = APIS.get(key)
+                self._protocol_error(
+                    conn, f"malformed {api.name if api else key} v{version} request: {exc}")
+                return False
+            except Exception as exc:  # noqa: BLE001 - any decode failure is the client's garbage
+                self._protocol_error(conn, f"cannot decode API key {key} v{version}: {exc!r}")
+                return False
+            ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
+                                 received * 1000.0, len(frame), self, conn)
         inline = self._inline
         if inline is not None and self._channel.empty() and self._on_thread() and inline(ctx):
             return self._run_inline(conn, ctx)
@@ -397,7 +397,7 @@ class Processor:
             # A handler thread starting a connection's next request runs it itself when it
             # can; it must never block on a full queue (all handlers could end up waiting on
             # each other): the processor does the blocking put instead.
-            if run_next_on_this_thread(ctx):
+            if self._channel.run_next_on_this_thread(ctx):
                 return
             try:
                 self._channel.put_nowait(ctx)

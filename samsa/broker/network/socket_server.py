@@ -1,6 +1,7 @@
-"""SocketServer: the listening socket, the Acceptor thread, the Processors, the RequestChannel
-and the request-handler pool, started and stopped together (Kafka's SocketServer plus
-KafkaRequestHandlerPool)."""
+"""SocketServer: the listening socket, the Acceptor thread, the Processors and the
+RequestChannel they feed, started and stopped together (Kafka's SocketServer).  The threads
+that serve the channel (KafkaRequestHandlerPool, samsa/broker/handler_pool.py) are built and
+started by server.py: dependencies point down, the network layer never imports the handlers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from samsa.broker.handler_pool import RequestHandlerPool
 from samsa.broker.network.processor import Processor
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 
@@ -101,23 +101,25 @@ class Acceptor:
 
 
 class SocketServer:
-    """Listen on ``host:port`` and serve requests with ``dispatcher``.
+    """Listen on ``host:port`` and put decoded requests on ``request_channel``.
 
     ``bind()`` opens the listening socket (``port`` is then the bound port, so port 0 works);
-    ``start()`` binds if needed and starts every thread; ``stop()`` closes the listener and all
-    connections, drops queued requests and joins the threads.  ``inline``: which requests the
-    network threads may handle themselves when the handler queue is empty (processor.py);
-    None sends every request to the handler threads, as Kafka does.
+    ``start()`` binds if needed and starts the acceptor and processors; ``stop()`` closes the
+    listener and all connections, drops queued requests and joins the threads.  Whoever serves
+    ``request_channel`` (a RequestHandlerPool) is started before and stopped after.
+    ``inline``: which requests the network threads may handle themselves with ``dispatcher``
+    when the handler queue is empty (processor.py); None sends every request to the channel, as
+    Kafka does.
     """
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, *,
-                 num_network_threads: int = 3, num_io_threads: int = 8,
+                 num_network_threads: int = 3,
                  max_request_bytes: int = 104_857_600, queued_max_requests: int = 500,
                  connections_max_idle_ms: int = 600_000, send_buffer_bytes: int = 102_400,
                  receive_buffer_bytes: int = 102_400, listen_backlog: int = 50,
                  max_pending_frames: int = DEFAULT_MAX_PENDING_FRAMES,
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-                 node_id: int = 0, api_versions_range: tuple[int, int] | None = None,
+                 node_id: int = 0,
                  inline: Callable[[RequestContext], bool] | None = None) -> None:
         self.host = host
         self._requested_port = port
@@ -131,12 +133,9 @@ class SocketServer:
             Processor(i, self.request_channel, max_request_bytes=max_request_bytes,
                       idle_ms=connections_max_idle_ms, max_pending_frames=max_pending_frames,
                       max_pending_bytes=max_pending_bytes, node_id=node_id,
-                      api_versions_range=api_versions_range, dispatcher=dispatcher,
-                      inline=inline)
+                      dispatcher=dispatcher, inline=inline)
             for i in range(num_network_threads)
         ]
-        self.handler_pool = RequestHandlerPool(self.request_channel, dispatcher, num_io_threads,
-                                               node_id)
         self._server_socket: socket.socket | None = None
         self._acceptor: Acceptor | None = None
         self._state_lock = threading.Lock()
@@ -150,7 +149,6 @@ class SocketServer:
         return cls(
             dispatcher, host, port,
             num_network_threads=int(config["num.network.threads"]),
-            num_io_threads=int(config["num.io.threads"]),
             max_request_bytes=int(config["socket.request.max.bytes"]),
             queued_max_requests=int(config["queued.max.requests"]),
             connections_max_idle_ms=int(config["connections.max.idle.ms"]),
@@ -200,7 +198,6 @@ class SocketServer:
                 raise RuntimeError("a stopped socket server cannot be restarted")
             self.bind()
             assert self._server_socket is not None
-            self.handler_pool.start()
             for processor in self.processors:
                 processor.start()
             self._acceptor = Acceptor(self._server_socket, self.processors,
@@ -211,7 +208,7 @@ class SocketServer:
         log.info("listening on %s:%d", self.host, self.port)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, close every connection, stop the handler threads."""
+        """Stop accepting, close every connection, drop the requests still queued."""
         with self._state_lock:
             if self._stopped:
                 return
@@ -229,4 +226,3 @@ class SocketServer:
             processor.join(timeout)
         # Requests still queued belong to closed connections: drop them.
         self.request_channel.drain()
-        self.handler_pool.shutdown(timeout)

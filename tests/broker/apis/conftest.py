@@ -18,6 +18,7 @@ import pytest
 from samsa.broker.apis import BrokerNode, KafkaApis
 from samsa.broker.log import LogManager
 from samsa.protocol import (
+    ApiKey,
     RequestHeader,
     decode_body,
     decode_response,
@@ -25,10 +26,11 @@ from samsa.protocol import (
     encode_response_bytes,
 )
 from samsa.records.builder import RecordBatchBuilder
+from tests.broker.fake_request import RequestFromHeader
 
 
 @dataclass
-class FakeContext:
+class FakeContext(RequestFromHeader):
     header: Any
     body: Any
     connection_id: str = "127.0.0.1:1-127.0.0.1:2-0"
@@ -45,7 +47,7 @@ class FakeContext:
 
     def respond(self, response: Any) -> None:
         version = self.header.request_api_version
-        if response.api.key == 18 and version > 4:
+        if response.api.key == ApiKey.API_VERSIONS and version > 4:
             version = 0  # the v0 layout carries UNSUPPORTED_VERSION
         frame = encode_response_bytes(response, version, self.header.correlation_id)
         correlation_id, decoded = decode_response(response.api.key, version, frame[4:])

@@ -7,14 +7,15 @@ import pytest
 from samsa.broker.apis import ADVERTISED, SERVED
 from samsa.protocol import APIS, ApiVersionsRequest, MetadataRequest, ProduceRequest
 
-# The table in reference/kafka-protocol-notes.md §1.6, for the APIs implemented so far.
+# The advertised ranges of the APIs first implemented: Kafka 4.0's minimums (KIP-896), Produce
+# from v0 as Kafka advertises it since KAFKA-18659 (librdkafka's compression check).
 EXPECTED = {0: (0, 12), 1: (4, 12), 2: (1, 9), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6),
             11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5),
             18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4),
             32: (1, 4), 37: (0, 3), 42: (0, 2), 60: (0, 1)}
-# Issue 11's admin calls, at Kafka 3.9's ranges.
+# The admin calls, at Kafka 3.9's ranges.
 EXPECTED.update({33: (0, 2), 35: (0, 4), 44: (0, 1), 47: (0, 0), 61: (0, 0), 75: (0, 0)})
-# Issue 11: the old versions Kafka 3.9 still serves (KIP-896 removed them in 4.0).
+# The old versions Kafka 3.9 still serves (KIP-896 removed them in 4.0).
 EXPECTED.update({0: (0, 12), 1: (0, 12), 2: (0, 9), 8: (0, 9), 9: (0, 9), 19: (0, 7),
                  20: (0, 6), 23: (0, 4), 32: (0, 4)})
 # Kafka 3.9.1's valid request versions (clients/src/main/resources/common/message/*Request.json)

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samsa.broker.apis.produce_response import success_frame
-from samsa.protocol import ProduceResponse, decode_response, encode_response
+from samsa.protocol import ApiKey, ProduceResponse, decode_response, encode_response
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -37,7 +37,7 @@ def test_template_frame_is_what_the_generic_encoder_writes(
 @pytest.mark.parametrize("version", [3, 9, 12])
 def test_template_frame_decodes_to_the_values(version: int) -> None:
     frame = success_frame(version, 77, "orders", 3, 1234, -1, 10)
-    got_id, body = decode_response(0, version, frame[4:])
+    got_id, body = decode_response(ApiKey.PRODUCE, version, frame[4:])
     partition = body.responses[0].partition_responses[0]
     assert got_id == 77 and body.responses[0].name == "orders"
     assert (partition.index, partition.base_offset, partition.log_append_time_ms) == (3, 1234, -1)

@@ -34,12 +34,13 @@ from samsa.protocol import (
     encode_body,
     encode_response_bytes,
 )
+from tests.broker.fake_request import RequestFromHeader
 
 from .conftest import FAST
 
 
 @dataclass
-class Ctx:
+class Ctx(RequestFromHeader):
     header: Any
     body: Any
     connection_id: str = "c"
