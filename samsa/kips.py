@@ -1,0 +1,133 @@
+"""The Kafka Improvement Proposals samsa implements, partly implements or deliberately leaves out.
+
+Data only, read by ``scripts/gen_compatibility.py`` for docs/compatibility.md (the shape of
+franz-go's and kafka-python's KIP lists).  ``where`` names the modules that carry the KIP;
+tests/test_compatibility_doc.py checks that each exists and that every ``KIP-<n>`` the code
+cites is listed here, so a new citation means a new row.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+__all__ = ["KIPS", "Kip", "Support"]
+
+
+class Support(enum.Enum):
+    FULL = "yes"
+    PARTIAL = "partly"
+    NONE = "no"
+
+
+class Kip(NamedTuple):
+    number: int
+    title: str
+    support: Support
+    where: tuple[str, ...]  # repository paths
+    note: str = ""
+
+
+_Y, _P, _N = Support.FULL, Support.PARTIAL, Support.NONE
+
+KIPS: tuple[Kip, ...] = (
+    Kip(4, "Command line and centralized administrative operations", _Y,
+        ("samsa/admin/client.py", "samsa/broker/apis/create_topics.py",
+         "samsa/broker/apis/delete_topics.py"),
+        "CreateTopics, DeleteTopics, Metadata v1+"),
+    Kip(32, "Add timestamps to Kafka message", _Y,
+        ("samsa/records/builder.py", "samsa/broker/log/log.py"),
+        "CreateTime and LogAppendTime (message.timestamp.type)"),
+    Kip(35, "Retrieving protocol version", _Y,
+        ("samsa/net/api_versions.py", "samsa/broker/apis/api_versions.py"),
+        "clients pick the highest version both sides support"),
+    Kip(42, "Add Producer and Consumer Interceptors", _P,
+        ("samsa/producer/interceptors.py",),
+        "producer interceptors; the consumer accepts interceptor.classes but does not run them"),
+    Kip(62, "Allow consumer to send heartbeats from a background thread", _Y,
+        ("samsa/consumer/coordinator.py",), "max.poll.interval.ms leaves the group"),
+    Kip(74, "Add Fetch Response Size Limit in Bytes", _Y,
+        ("samsa/broker/apis/fetch.py", "samsa/consumer/fetcher.py"),
+        "the first non-empty partition's first batch is returned whole"),
+    Kip(79, "ListOffsets v1 and timestamp search in the consumer", _Y,
+        ("samsa/consumer/fetcher.py", "samsa/broker/apis/list_offsets.py"),
+        "offsets_for_times"),
+    Kip(82, "Add Record Headers", _Y, ("samsa/records/builder.py", "samsa/records/batch.py")),
+    Kip(91, "Provide Intuitive User Timeouts in The Producer", _Y,
+        ("samsa/producer/accumulator.py",), "delivery.timeout.ms"),
+    Kip(98, "Exactly Once Delivery and Transactional Messaging", _P,
+        ("samsa/producer/transaction_manager.py", "samsa/broker/log/producer_state.py"),
+        "the idempotent producer; transactions are not implemented"),
+    Kip(107, "Add deleteRecordsBefore() API in AdminClient", _Y,
+        ("samsa/admin/client.py", "samsa/broker/apis/delete_records.py")),
+    Kip(110, "Add Codec for ZStandard Compression", _Y,
+        ("samsa/records/compression.py", "samsa/broker/apis/produce.py",
+         "samsa/broker/apis/fetch_zstd.py"),
+        "zstd refused below Produce v7 and withheld from Fetch below v10, as Kafka 3.9"),
+    Kip(144, "Exponential backoff for broker reconnect attempts", _Y,
+        ("samsa/net/backoff.py",), "reconnect.backoff.max.ms"),
+    Kip(195, "AdminClient.createPartitions", _Y,
+        ("samsa/admin/client.py", "samsa/broker/apis/create_partitions.py")),
+    Kip(226, "Dynamic Broker Configuration", _P, ("samsa/broker/dynamic_config.py",),
+        "the log settings Kafka's DynamicLogConfig covers"),
+    Kip(227, "Incremental FetchRequests to Increase Partition Scalability", _N,
+        ("samsa/broker/apis/fetch.py",), "fetch sessions: every Fetch is a full one"),
+    Kip(283, "Efficient Memory Usage for Down-Conversion", _Y,
+        ("samsa/broker/log/down_conversion.py",),
+        "Fetch v0-3 converted chunk by chunk; message.downconversion.enable"),
+    Kip(339, "Create a new IncrementalAlterConfigs API", _Y,
+        ("samsa/admin/configs.py", "samsa/broker/apis/incremental_alter_configs.py")),
+    Kip(345, "Introduce static membership protocol to reduce consumer rebalances", _Y,
+        ("samsa/consumer/config.py", "samsa/broker/group/coordinator.py"), "group.instance.id"),
+    Kip(360, "Improve reliability of idempotent/transactional producer", _Y,
+        ("samsa/producer/transaction_manager.py", "samsa/broker/apis/init_producer_id.py",
+         "samsa/broker/log/producer_state.py"), "epoch bumps, UNKNOWN_PRODUCER_ID"),
+    Kip(390, "Support Compression Level", _Y,
+        ("samsa/producer/config.py", "samsa/broker/apis/topic_configs.py"),
+        "compression.<codec>.level"),
+    Kip(392, "Allow consumers to fetch from closest replica", _N, (),
+        "a single broker names no preferred read replica, and the consumer ignores one"),
+    Kip(429, "Kafka Consumer Incremental Rebalance Protocol", _Y,
+        ("samsa/consumer/assignors.py", "samsa/consumer/coordinator.py"), "cooperative-sticky"),
+    Kip(467, "Augment ProduceResponse error messaging for specific culprit records", _Y,
+        ("samsa/broker/log/log.py",), "RecordErrors in Produce v8+"),
+    Kip(482, "The Kafka Protocol should Support Optional Tagged Fields", _Y,
+        ("samsa/protocol/codec.py",), "flexible versions"),
+    Kip(496, "Administrative API to delete consumer offsets", _P,
+        ("samsa/broker/apis/offset_delete.py",), "broker side"),
+    Kip(511, "Collect and Expose Client's Name and Version in the Brokers", _Y,
+        ("samsa/net/client.py", "samsa/broker/apis/api_versions.py",
+         "samsa/protocol/frames.py"),
+        "ApiVersions v3+; unknown versions answered in the v0 layout"),
+    Kip(580, "Exponential Backoff for Kafka Clients", _Y, ("samsa/net/backoff.py",),
+        "retry.backoff.max.ms"),
+    Kip(664, "Provide tooling to detect and abort hanging transactions", _P,
+        ("samsa/broker/apis/describe_producers.py",), "DescribeProducers"),
+    Kip(700, "Add Describe Cluster API", _Y,
+        ("samsa/admin/client.py", "samsa/broker/apis/cluster.py")),
+    Kip(724, "Drop support for message formats v0 and v1", _Y,
+        ("samsa/broker/log/up_conversion.py",),
+        "the log holds v2 only; older sets are converted on the way in and out"),
+    Kip(734, "Improve AdminClient.listOffsets to return timestamp and offset for the record "
+        "with the largest timestamp", _Y, ("samsa/broker/log/log.py",), "MAX_TIMESTAMP"),
+    Kip(794, "Strictly Uniform Sticky Partitioner", _Y, ("samsa/producer/partitioner.py",),
+        "with partitioner.adaptive.partitioning.enable"),
+    Kip(848, "The Next Generation of the Consumer Rebalance Protocol", _N,
+        ("samsa/broker/apis/describe_configs.py", "samsa/admin/types.py"),
+        "only the group configs DescribeConfigs reports; groups use the classic protocol"),
+    Kip(890, "Transactions Server-Side Defense", _N, ("samsa/producer/sender.py",),
+        "the producer stays below the versions that add TRANSACTION_ABORTABLE"),
+    Kip(893, "The Kafka protocol should support nullable structs", _Y,
+        ("samsa/protocol/codec.py",)),
+    Kip(896, "Remove old client protocol API versions in Kafka 4.0", _N,
+        ("samsa/broker/apis/versions.py",),
+        "deliberately not applied: the broker keeps Kafka 3.9's minimum versions"),
+    Kip(932, "Queues for Kafka", _N, ("samsa/broker/apis/describe_configs.py",),
+        "share-group configs reported only"),
+    Kip(937, "Improve Message Timestamp Validation", _Y, ("samsa/broker/log/config.py",),
+        "message.timestamp.before.max.ms / after.max.ms"),
+    Kip(951, "Leader discovery optimisations for the client", _P,
+        ("samsa/producer/batch.py",), "a retry to a new leader skips the backoff"),
+    Kip(966, "Eligible Leader Replicas", _P,
+        ("samsa/broker/apis/describe_topic_partitions.py",), "DescribeTopicPartitions v0 paging"),
+)
