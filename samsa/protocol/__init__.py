@@ -6,7 +6,7 @@ and importable from here; nested structs hang off them (``ProduceRequest.TopicPr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.api_keys import ApiKey
 from samsa.protocol.apis import APIS, APIS_BY_NAME, api_for
@@ -43,4 +43,6 @@ for _api in APIS.values():
     _CLASSES[_api.request_class.__name__] = _api.request_class
     _CLASSES[_api.response_class.__name__] = _api.response_class
 globals().update(_CLASSES)
-__all__ += sorted(_CLASSES)
+if TYPE_CHECKING:  # their types, generated from the same declarations (samsa/protocol/stubs.py)
+    from samsa.protocol._classes import *
+__all__.extend(sorted(_CLASSES))

@@ -92,7 +92,7 @@ def _make_init(class_name: str, defaults: tuple[tuple[str, Any], ...]) -> Any:
     body.append("    if extra:\n        Message._unknown_fields(self, extra)")
     signature = ", ".join(["self", "*", *params, "**extra"])
     source = f"def __init__({signature}):\n" + "\n".join(body) + "\n"
-    exec(compile(source, f"<samsa message {class_name}>", "exec"), ns)
+    exec(compile(source, f"<samsa message {class_name}>", "exec"), ns)  # noqa: S102
     return ns["__init__"]
 
 

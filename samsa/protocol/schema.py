@@ -21,8 +21,9 @@ and a decoder per struct and version.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
@@ -40,7 +41,7 @@ class VersionRange:
     high: int | None
 
     @classmethod
-    def parse(cls, text: str | None) -> "VersionRange":
+    def parse(cls, text: str | None) -> VersionRange:
         if text is None or text == "none":
             return NO_VERSIONS
         if text.endswith("+"):
@@ -65,12 +66,12 @@ NO_VERSIONS = VersionRange(1, 0)
 class F:
     """One field declaration (see the module docstring)."""
 
-    __slots__ = ("name", "type", "versions", "nullable", "default", "ignorable", "tag",
-                 "tagged", "fields", "flexible")
+    __slots__ = ("default", "fields", "flexible", "ignorable", "name", "nullable", "tag", "tagged",
+                 "type", "versions")
 
     def __init__(self, name: str, type: str, versions: str, *, nullable: str | None = None,
                  default: Any = _MISSING, ignorable: bool = False, tag: int | None = None,
-                 tagged: str | None = None, fields: list["F"] | None = None,
+                 tagged: str | None = None, fields: list[F] | None = None,
                  flexible: str | None = None) -> None:
         self.name = name
         self.type = type
@@ -89,11 +90,11 @@ class F:
 class FieldSchema:
     """A resolved field: its kind (a primitive, ``array`` or ``struct``) and what it holds."""
 
-    __slots__ = ("name", "type_name", "kind", "item", "struct", "versions", "nullable",
-                 "default", "ignorable", "tag", "tagged", "flexible")
+    __slots__ = ("default", "flexible", "ignorable", "item", "kind", "name", "nullable", "struct",
+                 "tag", "tagged", "type_name", "versions")
 
-    def __init__(self, decl: F, kind: str, item: "str | StructSchema | None",
-                 struct: "StructSchema | None") -> None:
+    def __init__(self, decl: F, kind: str, item: str | StructSchema | None,
+                 struct: StructSchema | None) -> None:
         self.name = decl.name
         self.type_name = decl.type
         self.kind = kind

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from samsa.errors import KafkaError
 
@@ -288,7 +289,7 @@ class ExternalChunks(bytearray):
         """Splice ``value`` in at the current end of the buffer."""
         if not self.externals:
             self.externals = []
-        self.externals.append((len(self), value))  # type: ignore[union-attr]
+        self.externals.append((len(self), value))
 
     def chunks(self) -> list[Any]:
         if not self.externals:
