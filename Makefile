@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test system-deps node-peers bench clean
+.PHONY: run test lint system-deps node-peers bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,12 @@ node-peers: system-deps
 run: system-deps $(STAMP)
 	$(PY) -m samsa.cli pipeline
 
-test: system-deps node-peers $(STAMP)
+# Lint and types alone (CI runs them first, in `make test`).
+lint: $(STAMP)
+	$(PY) -m ruff check
+	$(PY) -m mypy samsa
+
+test: lint system-deps node-peers $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
