@@ -159,7 +159,7 @@ def test_describe_topic_and_broker_configs(admin: AdminClient, broker: Broker) -
     assert topic["retention.ms"].source == ConfigSource.DEFAULT_CONFIG
     brokers = configs[ConfigResource.broker(node_id)]
     assert brokers["node.id"].value == str(node_id)
-    # Only Kafka's dynamic broker configs that this node applies may be altered (issue 11).
+    # Only Kafka's dynamic broker configs that this node applies may be altered.
     assert brokers["node.id"].read_only and brokers["log.retention.check.interval.ms"].read_only
     assert not brokers["log.retention.ms"].read_only
 

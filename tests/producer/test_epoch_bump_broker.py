@@ -1,4 +1,4 @@
-"""The idempotent producer's epoch bump against the samsa broker (issue 11.1).
+"""The idempotent producer's epoch bump against the samsa broker.
 
 Kafka answers InitProducerId without a transactional id with a fresh producer id, so the
 idempotent producer bumps its epoch locally (Java's

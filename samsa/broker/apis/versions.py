@@ -45,7 +45,7 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
-    # Admin calls of issue 11 (Kafka 3.9's ranges).
+    # Admin calls (Kafka 3.9's ranges).
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),

@@ -1,4 +1,4 @@
-"""InitProducerId over the wire (issue 11.1): raw frames to an in-process broker.
+"""InitProducerId over the wire: raw frames to an in-process broker.
 
 @platformatic/kafka starts every idempotent producer with InitProducerId v5 {transactional_id:
 null, producer_id: 0, producer_epoch: 0}.  Kafka (TransactionCoordinator.handleInitProducerId)
