@@ -7,7 +7,6 @@ settings; prefer IncrementalAlterConfigs, which changes only the named ones.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,18 +15,10 @@ from samsa.admin.messages import config_resource_result
 from samsa.admin.types import ConfigResource
 from samsa.errors import KafkaError
 from samsa.protocol import APIS, ApiKey, Message
+from samsa.protocol.config_types import AlterConfigOpType
 
 AlterConfigsRequest: Any = APIS[ApiKey.ALTER_CONFIGS].request_class
 IncrementalAlterConfigsRequest: Any = APIS[ApiKey.INCREMENTAL_ALTER_CONFIGS].request_class
-
-
-class AlterConfigOpType(enum.IntEnum):
-    """Kafka's AlterConfigOp.OpType ids."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from samsa.net import Node
+from samsa.protocol.config_types import ConfigResourceType
 
 __all__ = [
     "ClusterDescription", "ConfigEntry", "ConfigResource", "ConfigResourceType", "ConfigSource",
@@ -103,16 +104,6 @@ class ConfigEntry:
     read_only: bool = False
     sensitive: bool = False
     synonyms: tuple[ConfigSynonym, ...] = ()
-
-
-class ConfigResourceType(enum.IntEnum):
-    """Resource types of DescribeConfigs (Kafka's ConfigResource.Type)."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    GROUP = 32  # KIP-848 group configs (Kafka 4.0)
 
 
 class ConfigResource(NamedTuple):

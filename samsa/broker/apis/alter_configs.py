@@ -11,7 +11,6 @@ from samsa.broker.apis.config_changes import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     ConfigOp,
-    OpType,
     alter_broker,
     alter_each_resource,
     alter_topic,
@@ -22,13 +21,14 @@ from samsa.broker.apis.config_changes import (
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.protocol import AlterConfigsResponse
+from samsa.protocol.config_types import AlterConfigOpType
 
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
 def _alter(services: BrokerServices, resource: Any, validate_only: bool) -> None:
     rtype, name = resource.resource_type, resource.resource_name
-    check_ops([ConfigOp(c.name, OpType.SET, c.value) for c in resource.configs])
+    check_ops([ConfigOp(c.name, AlterConfigOpType.SET, c.value) for c in resource.configs])
     configs = {c.name: c.value for c in resource.configs}
     if rtype == TOPIC_RESOURCE:
         alter_topic(services, name, configs, validate_only)

@@ -10,7 +10,6 @@ UNKNOWN_TOPIC_OR_PARTITION.  Resources are independent: one failing leaves the o
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -30,22 +29,14 @@ from samsa.errors import (
     KafkaError,
     UnknownTopicOrPartitionError,
 )
+from samsa.protocol.config_types import AlterConfigOpType, ConfigResourceType
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
+TOPIC_RESOURCE = int(ConfigResourceType.TOPIC)
+BROKER_RESOURCE = int(ConfigResourceType.BROKER)
 
 # Config changes are read-modify-write (IncrementalAlterConfigs reads the current overrides);
 # one at a time, as Kafka's controller applies them in order.
 ALTER_LOCK = threading.Lock()
-
-
-class OpType(enum.IntEnum):
-    """AlterConfigOp.OpType ids."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +60,11 @@ def check_ops(ops: list[ConfigOp]) -> None:
     names = [o.name for o in ops]
     if len(set(names)) != len(names):
         raise InvalidRequestError("Error due to duplicate config keys")
-    nulls = [o.name for o in ops if o.value is None and o.op != OpType.DELETE]
+    nulls = [o.name for o in ops if o.value is None and o.op != AlterConfigOpType.DELETE]
     if nulls:
         raise InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
     for o in ops:
-        if o.op not in OpType.__members__.values():
+        if o.op not in AlterConfigOpType.__members__.values():
             raise InvalidRequestError(f"Unknown operations type {o.op}")
 
 
@@ -91,22 +82,22 @@ def apply_ops(resource_type: int, current: Mapping[str, str], ops: list[ConfigOp
     APPEND/SUBTRACT start from the current value, else the default, and only apply to lists."""
     result = dict(current)
     for o in ops:
-        if o.op == OpType.SET:
+        if o.op == AlterConfigOpType.SET:
             assert o.value is not None
             result[o.name] = o.value
-        elif o.op == OpType.DELETE:
+        elif o.op == AlterConfigOpType.DELETE:
             result.pop(o.name, None)
         else:
-            verb = "APPEND" if o.op == OpType.APPEND else "SUBTRACT"
+            verb = "APPEND" if o.op == AlterConfigOpType.APPEND else "SUBTRACT"
             if not _is_list(resource_type, o.name):
                 raise InvalidConfigError(
                     f"Can't {verb} to key {o.name} because its type is not LIST.")
             base = result.get(o.name, defaults.get(o.name))
             parts = [p for p in (base or "").split(",") if p]
             for item in (o.value or "").split(","):
-                if o.op == OpType.APPEND and item not in parts:
+                if o.op == AlterConfigOpType.APPEND and item not in parts:
                     parts.append(item)
-                elif o.op == OpType.SUBTRACT and item in parts:
+                elif o.op == AlterConfigOpType.SUBTRACT and item in parts:
                     parts.remove(item)
             result[o.name] = ",".join(parts)
     return result

@@ -14,11 +14,12 @@ from samsa.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from samsa.broker.log import BROKER_DEFAULTS
 from samsa.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from samsa.protocol import DescribeConfigsResponse
+from samsa.protocol.config_types import ConfigResourceType
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
-BROKER_LOGGER_RESOURCE = 8
-GROUP_RESOURCE = 32
+TOPIC_RESOURCE = int(ConfigResourceType.TOPIC)
+BROKER_RESOURCE = int(ConfigResourceType.BROKER)
+BROKER_LOGGER_RESOURCE = int(ConfigResourceType.BROKER_LOGGER)
+GROUP_RESOURCE = int(ConfigResourceType.GROUP)
 
 # Kafka 4.0's GroupConfig (KIP-848/KIP-932): name -> (broker setting supplying it, default, doc).
 GROUP_CONFIGS: dict[str, tuple[str, int, str]] = {
