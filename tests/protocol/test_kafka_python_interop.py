@@ -17,8 +17,6 @@ explicitly; nothing else is tolerated.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import uuid
 import warnings
 from typing import Any
@@ -33,7 +31,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka
     import kafka.protocol
-    from kafka.protocol.api_message import ApiMessage
 
 from samsa.protocol import (
     APIS,
@@ -46,6 +43,7 @@ from samsa.protocol import (
 )
 from samsa.protocol.schema import FieldSchema, StructSchema
 
+from .kafka_python_classes import kafka_python_classes
 from .strategies import body_strategy, present_fields
 
 INT32_MIN = -(2**31)
@@ -59,26 +57,7 @@ def test_kafka_python_version() -> None:
 
 # -- finding kafka-python's classes ---------------------------------------------------------------
 
-def _kafka_python_classes() -> dict[tuple[int, str], Any]:
-    for mod in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
-        # .old holds the pre-3.0 hand-written classes; generate_stubs is a script.
-        if ".old" in mod.name or mod.name.endswith("generate_stubs"):
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            importlib.import_module(mod.name)
-    found: dict[tuple[int, str], Any] = {}
-    stack = list(ApiMessage.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        # Versioned wrappers (Cls[3]) carry a _class_version; we want the primary classes.
-        if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None):
-            found[(cls.API_KEY, cls.type)] = cls
-    return found
-
-
-KP = _kafka_python_classes()
+KP = kafka_python_classes()
 
 
 def _kp_class(key: int, side: str) -> Any:

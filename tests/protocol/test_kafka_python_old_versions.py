@@ -31,13 +31,13 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka.protocol
     import kafka.protocol.old
-    from kafka.protocol.api_message import ApiMessage
     from kafka.protocol.old.api import Request, Response
 
 from samsa.broker.apis.versions import SERVED
 from samsa.protocol import APIS, encode_body
 from samsa.protocol.schema import StructSchema
 
+from .kafka_python_classes import kafka_python_classes
 from .strategies import body_strategy, present_fields
 
 
@@ -58,21 +58,8 @@ def _old_classes() -> dict[tuple[int, str, int], Any]:
 
 
 def _json_minimums() -> dict[tuple[int, str], int]:
-    for mod in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
-        if ".old" in mod.name or mod.name.endswith("generate_stubs"):
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            importlib.import_module(mod.name)
-    out: dict[tuple[int, str], int] = {}
-    stack = list(ApiMessage.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None):
-            low = int(str(cls._json["validVersions"]).split("-")[0])
-            out[(cls.API_KEY, cls.type)] = low
-    return out
+    return {key: int(str(cls._json["validVersions"]).split("-")[0])
+            for key, cls in kafka_python_classes().items()}
 
 
 OLD = _old_classes()
