@@ -368,7 +368,8 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
             dec_src.add(1, f"{targets}, = {dec_src.bind(packer.unpack_from, 'u')}(buf, pos)")
             dec_src.add(1, f"pos += {packer.size}")
         else:
-            _gen_field(step.fields[0], version, flexible, enc_src, dec_src)
+            _gen_field(step.fields[0], version, flexible, enc_src, dec_src,
+                       schema.null_reads_as_empty)
     for f in absent:
         if f.name not in present_names:
             dec_src.add(1, f"{_attr(f.name)} = {dec_src.default(f)}")
@@ -407,7 +408,7 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
 # ``x`` are scratch.
 
 def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
-               dec_src: _Source) -> None:
+               dec_src: _Source, null_reads_as_empty: bool = False) -> None:
     """Encoder and decoder lines for one field that is not part of a packed run."""
     target = _attr(f.name)
     compact = flexible if f.flexible is None else version in f.flexible
@@ -418,7 +419,7 @@ def _gen_field(f: FieldSchema, version: int, flexible: bool, enc_src: _Source,
         dec_src.add(1, f"{target} = buf[pos] != 0")
         dec_src.add(1, "pos += 1")
     elif kind in ("string", "bytes", "records"):
-        _gen_sized(f, compact, nullable, enc_src, dec_src)
+        _gen_sized(f, compact, nullable, enc_src, dec_src, null_reads_as_empty)
     elif kind == "array":
         _gen_array(f, version, flexible, compact, nullable, enc_src, dec_src)
     elif kind == "struct":
@@ -490,7 +491,7 @@ def _gen_null_write(src: _Source, what: str, name: str, compact: bool, wide: boo
 
 
 def _gen_sized(f: FieldSchema, compact: bool, nullable: bool, enc_src: _Source,
-               dec_src: _Source) -> None:
+               dec_src: _Source, null_reads_as_empty: bool = False) -> None:
     """A length-prefixed string, bytes or records field."""
     target = _attr(f.name)
     kind = f.kind
@@ -517,6 +518,8 @@ def _gen_sized(f: FieldSchema, compact: bool, nullable: bool, enc_src: _Source,
     dec_src.add(1, "if n < 0:")
     if nullable or kind == "records":  # a null records value is read as None in any version
         dec_src.add(2, f"{target} = None")
+    elif null_reads_as_empty:
+        dec_src.add(2, f"{target} = {'str()' if kind == 'string' else 'bytes()'}")
     else:
         dec_src.add(2, f"raise ProtocolDecodeError({f'non-nullable {what} was null'!r})")
     dec_src.add(1, "else:")

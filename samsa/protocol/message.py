@@ -123,6 +123,7 @@ def _build_side(api: Api, side: str) -> tuple[StructSchema, type[Message]]:
     top_cls = None
     # Children first so that default factories of parents can instantiate them.
     for name, schema in structs.items():
+        schema.null_reads_as_empty = side == "Response"
         cls = make_class(schema)
         if schema is top:
             top_cls = cls

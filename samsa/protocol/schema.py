@@ -149,6 +149,12 @@ class StructSchema:
         self.fields = fields
         self.cls: Any = None
         self.codecs: dict[tuple[int, bool], Any] = {}
+        # Responses only: a null in a non-nullable string or bytes field reads as empty.
+        # librdkafka's mock cluster answers a failed SyncGroup with a null assignment
+        # (rdkafka_mock_handlers.c); librdkafka reads it as empty, Java's generated parser
+        # refuses it.  A client loses nothing by tolerating it; the broker's request parsing
+        # stays strict.
+        self.null_reads_as_empty = False
 
 
 def build_struct(name: str, decls: list[F], common: dict[str, list[F]],

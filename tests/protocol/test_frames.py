@@ -377,3 +377,18 @@ def test_external_records_in_a_request() -> None:
     for version in (3, 9):
         frame = encode_request(produce(FakeSlice(b"batch")), version, 3, "p")
         assert frame == encode_request(produce(b"batch"), version, 3, "p")
+
+
+def test_a_null_non_nullable_field_reads_as_empty_in_a_response_only() -> None:
+    # librdkafka's mock cluster answers a failed SyncGroup with a null assignment: the client
+    # must still see the error code (and rejoin) rather than drop the connection.
+    body = struct.pack(">ihi", 0, 27, -1)  # throttle 0, REBALANCE_IN_PROGRESS, null bytes
+    frame = struct.pack(">i", 9) + body
+    correlation_id, response = decode_response(ApiKey.SYNC_GROUP, 3, frame)
+    assert (correlation_id, response.error_code, response.assignment) == (9, 27, b"")
+    # The broker's request parsing stays strict: a null member id is refused.
+    request = struct.pack(">h", 1) + b"g" + struct.pack(">i", 1) + struct.pack(">h", -1)
+    request += struct.pack(">h", -1) + struct.pack(">i", 0)
+    SyncGroupRequest = APIS_BY_NAME["SyncGroup"].request_class
+    with pytest.raises(ProtocolDecodeError, match="non-nullable string 'member_id' was null"):
+        decode_body(SyncGroupRequest, 3, request)
