@@ -35,6 +35,7 @@ from samsa.consumer.errors import NoOffsetForPartitionError
 from samsa.consumer.records import ConsumerRecord
 from samsa.consumer.subscription import SubscriptionState
 from samsa.errors import (
+    CorruptRecordError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -68,6 +69,7 @@ class CompletedFetch:
         "_aborted_pids",
         "_batch",
         "_batches",
+        "_error",
         "_records",
         "check_crcs",
         "fetch_offset",
@@ -87,6 +89,7 @@ class CompletedFetch:
         self._batches: Iterator[AnyBatch] | None = iter_batches(data, check_crcs)
         self._batch: AnyBatch | None = None
         self._records: Iterator[Any] | None = None
+        self._error: CorruptRecordError | None = None
         self.leader_epoch: int | None = None
         self._aborted: list[tuple[int, int]] = []
         self._aborted_pids: set[int] = set()
@@ -101,6 +104,16 @@ class CompletedFetch:
     def _next_batch(self) -> AnyBatch | None:
         batches = self._batches
         assert batches is not None
+        try:
+            return self._next_valid_batch(batches)
+        except CorruptRecordError as exc:
+            # Kafka's CompletedFetch.maybeEnsureValid names the partition and the batch; the
+            # error is kept (its cachedRecordException) and raised again by every later take
+            # until a seek drops this fetch: the position stays on the corrupt batch.
+            self._error = CorruptRecordError(f"partition {self.tp}: {exc.detail or exc.message}")
+            raise self._error from None
+
+    def _next_valid_batch(self, batches: Iterator[AnyBatch]) -> AnyBatch | None:
         for batch in batches:
             if batch.next_offset <= self.next_offset:
                 continue  # already returned (a fetch from inside a batch, compaction)
@@ -130,13 +143,20 @@ class CompletedFetch:
     def take(self, max_records: int, key_fn: DeserializeFn | None,
              value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
         """Up to ``max_records`` records from the current position on."""
+        if self._error is not None:
+            raise self._error
         out: list[ConsumerRecord] = []
         topic, partition = self.tp
         cls = ConsumerRecord
         while len(out) < max_records and self._batches is not None:
             records = self._records
             if records is None:
-                batch = self._next_batch()
+                try:
+                    batch = self._next_batch()
+                except CorruptRecordError:
+                    if out:
+                        break  # the records before it now, the error on the next take
+                    raise
                 if batch is None:
                     break
                 self._batch = batch
@@ -349,7 +369,14 @@ class Fetcher:
                     continue
                 cf.drain()
                 continue
-            records = cf.take(remaining, self.key_fn, self.value_fn)
+            try:
+                records = cf.take(remaining, self.key_fn, self.value_fn)
+            except CorruptRecordError:
+                if out:
+                    # Kafka's FetchCollector.collectFetch: what was collected first, the error
+                    # on the next poll (cf stays next in line, still holding it).
+                    return out
+                raise
             st.position = cf.next_offset
             if cf.leader_epoch is not None:
                 st.leader_epoch = cf.leader_epoch

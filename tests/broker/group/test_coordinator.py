@@ -420,3 +420,75 @@ def test_start_up_rewrites_a_long_history(harness: Harness, topic: str,
     assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
     c = harness.restart()
     assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
+
+
+def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
+        harness: Harness, topic: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several groups per __consumer_offsets partition, each with commits of several partitions
+    of several topics, overwritten many times, some deleted (OffsetDelete, DeleteGroups): the
+    start-up rewrite keeps exactly the live records (Kafka's compaction of the topic: the last
+    value per key, no tombstoned key), and they replay to the same state."""
+    from samsa.broker.group import partition_for
+
+    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
+    harness.logs.create_topic("u", 2)
+    c = harness.coordinator
+    tps = [(topic, p) for p in range(3)] + [("u", p) for p in range(2)]
+    # Two standalone groups in each of the three offsets partitions.
+    names = [f"g{i}" for i in range(40)]
+    groups = [g for part in range(3) for g in [n for n in names if partition_for(n, 3) == part][:2]]
+    assert sorted(partition_for(g, 3) for g in groups) == [0, 0, 1, 1, 2, 2]
+    for rnd in range(6):
+        for gi, g in enumerate(groups):
+            assert c.commit_offsets(g, -1, "", None, [
+                commit(t, p, 1000 * gi + 10 * rnd + p, f"{g}/{t}/{p}/{rnd}", rnd)
+                for t, p in tps]) == [0] * len(tps)
+    # A consumer group with a member: its group record must survive too.
+    (member,) = harness.stable_group("live", members=1)
+    for rnd in range(3):
+        assert c.commit_offsets("live", member.generation_id, member.member_id, None,
+                                [commit(topic, 1, rnd, f"live/{rnd}")]) == [0]
+    dropped, dead, reborn = groups[0], groups[2], groups[4]
+    assert c.delete_offsets(dropped, [(topic, 0), ("u", 1)]) == \
+        (0, {(topic, 0): 0, ("u", 1): 0})
+    assert c.delete_groups([dead, reborn]) == [0, 0]
+    assert c.commit_offsets(reborn, -1, "", None, [commit("u", 0, 7, "again")]) == [0]
+
+    expected = {g: c.fetch_offsets(g, None)[1] for g in [*groups, "live"]}
+    assert expected[dead] == {}
+    assert set(expected[dropped]) == set(tps) - {(topic, 0), ("u", 1)}
+    assert set(expected[reborn]) == {("u", 0)} and expected[reborn][("u", 0)].offset == 7  # type: ignore[union-attr]
+    for gi, g in enumerate(groups):
+        if g in (dead, reborn):
+            continue
+        for (t, p), o in expected[g].items():
+            assert o is not None and (o.offset, o.leader_epoch, o.metadata) == \
+                (1000 * gi + 50 + p, 5, f"{g}/{t}/{p}/5")
+    assert expected["live"][(topic, 1)].metadata == "live/2"  # type: ignore[union-attr]
+    live_records = {part: 0 for part in range(3)}
+    for g, offsets in expected.items():
+        live_records[partition_for(g, 3)] += len(offsets) + (g == "live")
+    ends = {}
+    for part in range(3):
+        plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
+        plog.roll()
+        ends[part] = plog.log_end_offset
+        assert ends[part] > 4 * live_records[part]  # long enough to be rewritten
+
+    for restart in range(2):
+        c = harness.restart()
+        for g, offsets in expected.items():
+            assert c.fetch_offsets(g, None) == (0, offsets), (restart, g)
+        assert dead not in c.groups
+        d = c.describe_group("live")
+        assert (d.state, [m[0] for m in d.members]) == ("Stable", [member.member_id])
+        # Only the live records are left, each key once: superseded values and deleted keys
+        # (with their tombstones) are gone.
+        keys: dict[int, list[bytes]] = {part: [] for part in range(3)}
+        for part, key, value in c.store.load():
+            assert value is not None, (part, key)
+            keys[part].append(key)
+        for part in range(3):
+            plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
+            assert plog.log_start_offset == ends[part], part
+            assert len(keys[part]) == len(set(keys[part])) == live_records[part], part
