@@ -162,8 +162,8 @@ Dispatcher = Callable[[RequestContext], None]
 
 def handler_failed(ctx: RequestContext, exc: Exception) -> None:
     """A dispatcher raised (on a handler thread or inline on a network thread): log it and
-    close the connection unless the request was answered, as Kafka does with an unexpected
-    error."""
+    close the connection unless the request was answered.  The last resort: KafkaApis answers
+    its handlers' exceptions with the request's error response, as Kafka does."""
     log.error("error handling %r from %s; closing the connection", ctx, ctx.client_host,
               exc_info=exc)
     if not ctx.completed:

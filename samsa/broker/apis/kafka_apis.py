@@ -29,6 +29,8 @@ from samsa.broker.apis.describe_configs import handle_describe_configs
 from samsa.broker.apis.describe_log_dirs import handle_describe_log_dirs
 from samsa.broker.apis.describe_producers import handle_describe_producers
 from samsa.broker.apis.describe_topic_partitions import handle_describe_topic_partitions
+from samsa.broker.apis.error_codes import UNKNOWN_SERVER_ERROR, code_for
+from samsa.broker.apis.error_responses import error_response
 from samsa.broker.apis.fetch import handle_fetch
 from samsa.broker.apis.group_admin import (
     handle_delete_groups,
@@ -140,10 +142,29 @@ class KafkaApis:
                                     ctx.connection_id)
             ctx.close_connection(f"API key {key} version {version} is not supported")
             return
-        # An exception escaping here is logged by whoever dispatched (handler_failed), which
-        # closes the connection.
-        response = route[2](self.services, ctx)
-        if response is not None:
+        try:
+            response = route[2](self.services, ctx)
+            if response is not None:
+                ctx.respond(response)
+        except Exception as exc:  # noqa: BLE001 - answered as Kafka's KafkaApis.handle does
+            self._handle_error(ctx, exc)
+
+    def _handle_error(self, ctx: RequestContext, exc: Exception) -> None:
+        """A handler raised: answer the request's error response, UNKNOWN_SERVER_ERROR (or the
+        Kafka error raised) in every error field (Kafka's RequestHandlerHelper.handleError ->
+        AbstractRequest.getErrorResponse); close the connection when no response is due (Produce
+        with acks=0).  A request already completed, or an error response that cannot be sent,
+        goes on to whoever dispatched (handler_failed), which logs it and closes the connection.
+        """
+        if ctx.completed:
+            raise exc
+        code = code_for(exc, repr(ctx))  # logs an unexpected exception with its traceback
+        if code != UNKNOWN_SERVER_ERROR:
+            log.warning("%r from %s failed: %s", ctx, ctx.client_host, exc)
+        response = error_response(ctx.api_key, ctx.api_version, ctx.body, code)
+        if response is None:
+            ctx.close_connection(f"handler error: {exc!r}")
+        else:
             ctx.respond(response)
 
     def runs_inline(self, ctx: RequestContext) -> bool:
