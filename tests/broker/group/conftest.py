@@ -1,5 +1,6 @@
 """Fixtures for the group coordinator tests: a coordinator over a LogManager in a tmp dir, and
-helpers that join/sync members and wait for parked answers."""
+helpers that join/sync members and wait for parked answers; ``kafka_python_rejoins_as_java``
+for the tests driving kafka-python group members."""
 
 from __future__ import annotations
 
@@ -144,3 +145,27 @@ def eventually(condition: Callable[[], bool], timeout: float = PATIENCE) -> None
     while not condition():
         assert time.monotonic() < deadline, "condition not reached within the test's patience"
         time.sleep(0.01)
+
+
+@pytest.fixture
+def kafka_python_rejoins_as_java(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-python 3.0's ConsumerCoordinator.need_rejoin() answers True when the metadata
+    changed since the leader's assignment (or the subscription since the last join) without
+    requesting the rejoin, which Java's ConsumerCoordinator.rejoinNeededOrPending does
+    (requestRejoinIfNecessary).  So when a consumer.poll(timeout_ms) runs out during such a
+    rejoin, the next poll finds need_rejoin() False -- the leader's own assignment refreshed
+    the snapshot -- and abandons the join in flight: the SyncGroup answer is never applied,
+    heartbeats stay disabled, the broker expires the member's session and the member sits
+    without partitions for good, not noticing.  This makes need_rejoin() request the rejoin as
+    Java does, so the flag holds until the join completes."""
+    from kafka.coordinator.consumer import ConsumerCoordinator
+
+    need_rejoin = ConsumerCoordinator.need_rejoin
+
+    def need_rejoin_as_java(self: Any) -> bool:
+        if need_rejoin(self):
+            self.request_rejoin()
+            return True
+        return False
+
+    monkeypatch.setattr(ConsumerCoordinator, "need_rejoin", need_rejoin_as_java)

@@ -65,6 +65,15 @@ def confluent_consumer(bootstrap: str, group: str, **extra: Any) -> Any:
                      **FAST_GROUP, **extra})
 
 
+def records(batch: list[Any]) -> list[Any]:
+    """The records of a consume() batch; any error event in it fails the test with the error
+    (these consumers leave enable.partition.eof at its default, false, so reaching the end of
+    a partition is no event: every error is a real one)."""
+    errors = [m.error() for m in batch if m.error() is not None]
+    assert not errors, f"consumer errors: {errors}"
+    return batch
+
+
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
     from confluent_kafka import TopicPartition
 
@@ -109,8 +118,7 @@ class Worker(threading.Thread):
             self.consumer.subscribe([self.topic])
             deadline = time.monotonic() + PATIENCE
             while time.monotonic() < deadline:
-                batch = self.consumer.consume(500, 0.2)
-                good = [m for m in batch if m.error() is None]
+                good = records(self.consumer.consume(500, 0.2))
                 if good:
                     time.sleep(0.005)  # "processing": keeps one member from doing it all
                     with self.lock:
@@ -157,6 +165,7 @@ def test_three_confluent_consumers_share_and_take_over(broker: Broker) -> None:
     assert committed_offsets(bs, "share", topic, 12) == [n // 12] * 12
 
 
+@pytest.mark.usefixtures("kafka_python_rejoins_as_java")
 def test_consumer_offsets_is_internal_and_not_matched_by_regex(broker: Broker) -> None:
     """Kafka lists __consumer_offsets flagged internal; clients that exclude internal topics
     (Java, kafka-python, aiokafka) leave it out of pattern subscriptions.  librdkafka does not
@@ -212,10 +221,9 @@ def test_cooperative_sticky_rebalances_incrementally(broker: Broker) -> None:
     def drain(c: Any) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
-        for m in c.consume(200, 0.1):
-            if m.error() is None:
-                with lock:
-                    seen[m.value()] += 1
+        for m in records(c.consume(200, 0.1)):
+            with lock:
+                seen[m.value()] += 1
         if c.assignment():
             try:
                 c.commit(asynchronous=False)
@@ -296,7 +304,7 @@ def consume_some(bootstrap: str, group: str, topic: str, count: int) -> int:
     try:
         deadline = time.monotonic() + PATIENCE
         while got < count and time.monotonic() < deadline:
-            batch = [m for m in c.consume(min(100, count - got), 0.2) if m.error() is None]
+            batch = records(c.consume(min(100, count - got), 0.2))
             got += len(batch)
             if batch:
                 c.commit(asynchronous=False)
@@ -336,6 +344,7 @@ def test_committed_offsets_survive_sigkill(broker_process: Any) -> None:
 # --- other clients -----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("kafka_python_rejoins_as_java")
 def test_kafka_python_group(broker: Broker) -> None:
     from kafka import KafkaConsumer
 
@@ -370,6 +379,7 @@ def test_kafka_python_group(broker: Broker) -> None:
     for t in threads:
         t.join(PATIENCE + 10)
     assert not errors, errors
+    assert not any(t.is_alive() for t in threads), "a member did not stop"
     assert len(seen) == n and set(seen.values()) == {1}
     assert committed_offsets(bs, "kp", topic, 4) == [n // 4] * 4
 

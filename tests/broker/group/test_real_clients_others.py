@@ -28,6 +28,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
+import pytest
+
 from .test_real_clients import (
     GROUP_CONFIG,
     PATIENCE,
@@ -167,13 +169,15 @@ def start_broker(broker_process: Any, bootstrap_topic: str) -> Any:
 
 
 class KafkaPythonMember(threading.Thread):
-    """A kafka-python group member that commits after each processed batch."""
+    """A kafka-python group member that commits after each processed batch.  It records any
+    exception, and running out of time, in the ledger's errors, which fail the test."""
 
     def __init__(self, name: str, bootstrap: str, group: str, topic: str, ledger: Ledger,
                  stop: threading.Event, stop_after: int | None = None) -> None:
         super().__init__(daemon=True, name=name)
         self.bootstrap, self.group, self.topic = bootstrap, group, topic
         self.ledger, self.stop, self.stop_after = ledger, stop, stop_after
+        self.assignment: list[int] = []  # the partitions it last owned, for failure messages
 
     def run(self) -> None:
         from kafka import KafkaConsumer
@@ -185,8 +189,11 @@ class KafkaPythonMember(threading.Thread):
                               **KAFKA_PYTHON_FAST)
             try:
                 deadline = time.monotonic() + 2 * PATIENCE
-                while not self.stop.is_set() and time.monotonic() < deadline:
+                while not self.stop.is_set():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"not told to stop within {2 * PATIENCE:g} s")
                     records = [r for rs in c.poll(timeout_ms=200).values() for r in rs]
+                    self.assignment = sorted(tp.partition for tp in c.assignment())
                     if records:
                         self.ledger.process(self.name, ((r.partition, r.offset) for r in records))
                         c.commit()
@@ -197,6 +204,11 @@ class KafkaPythonMember(threading.Thread):
                 c.close()  # leaves the group
         except Exception as exc:  # noqa: BLE001 -- the test thread fails on it
             self.ledger.errors.append(f"{self.name}: {exc!r}")
+
+    def status(self) -> str:
+        alive = "running" if self.is_alive() else "stopped"
+        return f"{self.name} ({alive}, {self.ledger.count(self.name)} processed, " \
+               f"partitions {self.assignment})"
 
 
 def kafka_python_committed(bootstrap: str, group: str, topic: str) -> list[int | None]:
@@ -209,6 +221,7 @@ def kafka_python_committed(bootstrap: str, group: str, topic: str) -> list[int |
         c.close()
 
 
+@pytest.mark.usefixtures("kafka_python_rejoins_as_java")
 def test_three_kafka_python_consumers_share_take_over_and_survive_sigkill(
         broker_process: Any) -> None:
     topic, group, n = "kp-share", "kp-share", KAFKA_PYTHON_RECORDS
@@ -218,19 +231,29 @@ def test_three_kafka_python_consumers_share_take_over_and_survive_sigkill(
     quitter = KafkaPythonMember("quitter", bs, group, topic, ledger, stop, stop_after=n // 10)
     stayers = [KafkaPythonMember(f"stayer{i}", bs, group, topic, ledger, stop) for i in (1, 2)]
     members = [quitter, *stayers]
+
+    def waiting_for(wait: Callable[[], None]) -> None:
+        try:
+            wait()
+        except AssertionError as exc:  # say where each member was
+            raise AssertionError(f"{exc}; {', '.join(m.status() for m in members)}") from None
+
     try:
         for m in members:
             m.start()
-        wait_until_shared(bs, group, 3, ledger.complete)
+        waiting_for(lambda: wait_until_shared(bs, group, 3, ledger.complete))
         append(bs, topic, first_part(n))
-        wait_for(lambda: (ledger.complete(), not quitter.is_alive())[1], "the quitter to leave")
+        waiting_for(lambda: wait_for(lambda: (ledger.complete(), not quitter.is_alive())[1],
+                                     "the quitter to leave"))
         append(bs, topic, n - first_part(n), start=first_part(n))
-        wait_for(ledger.complete, "every record")
-        wait_until_shared(bs, group, 2, ledger.complete)  # the stayers own all 12 between them
+        waiting_for(lambda: wait_for(ledger.complete, "every record"))
+        # The stayers own all 12 between them.
+        waiting_for(lambda: wait_until_shared(bs, group, 2, ledger.complete))
     finally:
         stop.set()
         for m in members:
             m.join(PATIENCE)
+    assert not [m.name for m in members if m.is_alive()], "a member did not stop"
     ledger.check("quitter", ["stayer1", "stayer2"])
     end = [n // PARTITIONS] * PARTITIONS
     assert kafka_python_committed(bs, group, topic) == end
