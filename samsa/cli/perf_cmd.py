@@ -13,6 +13,7 @@ import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import click
@@ -107,18 +108,21 @@ class Stats:
 
 
 class Throttler:
-    """Keeps the send rate at or below ``target`` records/s (negative: unlimited)."""
+    """Keeps the send rate at or below ``target`` records/s (negative: unlimited).  ``clock``
+    and ``sleep`` are injectable for tests."""
 
-    def __init__(self, target: float) -> None:
+    def __init__(self, target: float, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], object] = time.sleep) -> None:
         self.target = target
-        self.start = time.monotonic()
+        self.clock, self.sleep = clock, sleep
+        self.start = clock()
 
     def throttle(self, sent: int) -> None:
         if self.target <= 0:
             return
-        ahead = sent / self.target - (time.monotonic() - self.start)
+        ahead = sent / self.target - (self.clock() - self.start)
         if ahead > 0.001:
-            time.sleep(ahead)
+            self.sleep(ahead)
 
 
 def make_payload(record_size: int) -> bytes:

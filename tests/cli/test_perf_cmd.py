@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from samsa.cli import main
@@ -50,5 +51,34 @@ def test_stats_percentiles() -> None:
     assert report["p50_ms"] == 51.0 and report["p99_ms"] == 100.0
 
 
+class FakeTime:
+    """A clock that only moves when the throttler sleeps, and a record of the sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 def test_throttler_unlimited_does_not_sleep() -> None:
-    Throttler(-1).throttle(10**9)
+    fake = FakeTime()
+    throttler = Throttler(-1, clock=fake.clock, sleep=fake.sleep)
+    for sent in (1, 1000, 10**9):  # a billion records at no time at all
+        throttler.throttle(sent)
+    assert fake.sleeps == []
+
+
+def test_throttler_sleeps_until_the_target_rate_allows_the_next_record() -> None:
+    fake = FakeTime()
+    throttler = Throttler(1000, clock=fake.clock, sleep=fake.sleep)
+    throttler.throttle(500)  # 500 records at t=0: 0.5 s ahead of 1000 records/s
+    assert fake.sleeps == [pytest.approx(0.5)]
+    fake.now += 1.0  # the sender fell behind: 500 more records are due by now
+    throttler.throttle(1000)
+    assert fake.sleeps == [pytest.approx(0.5)]
