@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -81,12 +82,25 @@ def test_add_callback_before_and_after_completion() -> None:
     assert [md.offset for md, _ in calls] == [10, 11]  # type: ignore[union-attr]
 
 
-def test_callback_exceptions_are_logged_not_raised() -> None:
+def test_callback_exceptions_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
     result, futures = make()
+    ran: list[int] = []
     futures[0].add_callback(lambda md, err: 1 / 0)
+    futures[0].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
+    futures[1].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
     result.set(0, -1)
-    result.mark_done()  # no exception
-    futures[1].add_callback(lambda md, err: 1 / 0)
+    with caplog.at_level(logging.ERROR, logger="samsa.producer.future"):
+        result.mark_done()  # does not raise
+        # Added after completion: runs at once on this thread, and does not raise either.
+        futures[1].add_callback(lambda md, err: 1 / 0)
+        futures[2].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
+    assert ran == [0, 1, 2], "a raising callback kept the others from running"
+    logged = [r for r in caplog.records if r.name == "samsa.producer.future"]
+    assert len(logged) == 2
+    for record in logged:
+        assert record.levelno == logging.ERROR
+        assert "t-2" in record.getMessage()
+        assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
 
 
 def test_chained_future_follows_split_batch() -> None:

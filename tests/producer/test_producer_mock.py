@@ -207,15 +207,20 @@ def test_close_with_timeout_zero_fails_pending_records(cluster: MockCluster) -> 
     cluster.create_topic("slow", 2)
     producer = make_producer(cluster)
     assert len(producer.partitions_for("slow")) == 2
+    producer.send("slow", b"first").get(timeout=DEADLINE_S)  # the producer id is in hand
     cluster.set_rtt(-1, 3000)
     futures = [producer.send("slow", b"%d" % i) for i in range(100)]
-    started = time.monotonic()
+    # A Produce request is on the wire (its answer takes 3 s) when close(0) is called: close
+    # must not wait for the broker, so even those records fail with ProducerClosedError (a
+    # close that waited for the answer would see them succeed).
+    deadline = time.monotonic() + DEADLINE_S
+    while producer.metrics()["requests-in-flight"] == 0:
+        assert time.monotonic() < deadline, "no produce request went out"
+        time.sleep(0.005)
     producer.close(timeout=0)
-    closing_took = time.monotonic() - started
     for future in futures:
         with pytest.raises(ProducerClosedError, match="closed"):
             future.get(timeout=10)
-    assert closing_took < 2.0, "close(0) must not wait for the broker"
     with pytest.raises(ProducerClosedError):
         producer.send("slow", b"late")
 

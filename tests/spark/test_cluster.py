@@ -31,6 +31,8 @@ def test_local_cluster_write_and_read(broker: Broker, new_topic: Callable[..., s
                           check=False, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    # Two executors, so at least two Python worker processes read the partitions.
+    worker_pids = result.pop("worker_pids")
+    assert worker_pids >= 2
     assert result == {"count": 4000, "distinct_keys": 4000, "consistent": True,
-                      "distinct_offsets": 4000, "worker_pids": result["worker_pids"]}
-    assert result["worker_pids"] >= 2
+                      "distinct_offsets": 4000}
