@@ -72,22 +72,30 @@ class SteadyTraffic:
                 self.acked += 1
 
     def _produce(self) -> None:
-        while not self._stop.is_set():
-            self.producer.produce(STEADY_TOPIC, b"steady-%d" % self.sent, partition=0,
-                                  on_delivery=self._on_delivery)
-            self.sent += 1
-            self.producer.poll(0.002)
-        self.producer.flush(30)
+        try:
+            while not self._stop.is_set():
+                self.producer.produce(STEADY_TOPIC, b"steady-%d" % self.sent, partition=0,
+                                      on_delivery=self._on_delivery)
+                self.sent += 1
+                self.producer.poll(0.002)
+            self.producer.flush(30)
+        except Exception as exc:  # noqa: BLE001 -- assert_unaffected fails on it
+            with self._lock:
+                self.errors.append(f"produce: {exc!r}")
 
     def _consume(self) -> None:
-        while not self._stop.is_set():
-            for msg in self.consumer.consume(1000, 0.1):
-                if msg.error() is not None:
-                    with self._lock:
-                        self.errors.append(f"consume: {msg.error()}")
-                else:
-                    self.received.append(msg.value())
-        self.consumer.close()
+        try:
+            while not self._stop.is_set():
+                for msg in self.consumer.consume(1000, 0.1):
+                    if msg.error() is not None:
+                        with self._lock:
+                            self.errors.append(f"consume: {msg.error()}")
+                    else:
+                        self.received.append(msg.value())
+            self.consumer.close()
+        except Exception as exc:  # noqa: BLE001 -- assert_unaffected fails on it
+            with self._lock:
+                self.errors.append(f"consume: {exc!r}")
 
     def assert_unaffected(self, timeout: float = 30.0) -> None:
         """Everything sent so far gets acknowledged and read back in order, without errors."""

@@ -88,9 +88,14 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
         c2.subscribe([TOPIC])
         stop = threading.Event()
 
+        polling_errors: list[BaseException] = []
+
         def keep_polling() -> None:
-            while not stop.is_set():
-                c1.poll(0.1)
+            try:
+                while not stop.is_set():
+                    c1.poll(0.1)
+            except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
+                polling_errors.append(exc)
 
         t = threading.Thread(target=keep_polling)
         t.start()
@@ -102,6 +107,7 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
         finally:
             stop.set()
             t.join()
+        assert not polling_errors, polling_errors
         a1, a2 = c1.assignment(), c2.assignment()
         assert len(a1) == 2 and len(a2) == 2 and not (a1 & a2)
     finally:
@@ -123,9 +129,14 @@ def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
         # that is not polling when the JoinGroup answers arrive loses the round.
         stop = threading.Event()
 
+        polling_errors: list[BaseException] = []
+
         def keep_polling() -> None:
-            while not stop.is_set():
-                ours.poll(0.1)
+            try:
+                while not stop.is_set():
+                    ours.poll(0.1)
+            except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
+                polling_errors.append(exc)
 
         t = threading.Thread(target=keep_polling)
         t.start()
@@ -137,6 +148,7 @@ def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
         finally:
             stop.set()
             t.join()
+        assert not polling_errors, polling_errors
         mine = {(tp.topic, tp.partition) for tp in ours.assignment()}
         other = {(tp.topic, tp.partition) for tp in theirs.assignment()}
         assert len(mine) == 2 and len(other) == 2 and not (mine & other)

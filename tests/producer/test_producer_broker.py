@@ -101,13 +101,18 @@ def test_broker_killed_and_restarted_mid_stream_loses_and_duplicates_nothing(tmp
         with KafkaProducer(config) as producer:
             assert len(producer.partitions_for(topic)) == partitions
 
+            sending_errors: list[BaseException] = []
+
             def produce() -> None:
                 # Paced so that sending spans the kill and the restart.
-                for start in range(0, len(records), 2000):
-                    for key, value in records[start : start + 2000]:
-                        producer.send(topic, value, key=key, on_delivery=on_delivery)
-                        sent[0] += 1
-                    time.sleep(0.02)
+                try:
+                    for start in range(0, len(records), 2000):
+                        for key, value in records[start : start + 2000]:
+                            producer.send(topic, value, key=key, on_delivery=on_delivery)
+                            sent[0] += 1
+                        time.sleep(0.02)
+                except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
+                    sending_errors.append(exc)
 
             thread = threading.Thread(target=produce)
             thread.start()
@@ -131,6 +136,8 @@ def test_broker_killed_and_restarted_mid_stream_loses_and_duplicates_nothing(tmp
             time.sleep(0.2)
             broker.start()
             thread.join(120)
+            assert not thread.is_alive(), "the sending thread did not finish"
+            assert not sending_errors, sending_errors
             producer.flush(120)
             metrics = producer.metrics()
         assert 5_000 <= acked_at_kill < sent_at_kill, (acked_at_kill, sent_at_kill)
