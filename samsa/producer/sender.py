@@ -251,10 +251,17 @@ class Sender(threading.Thread):
     def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
+        accumulator = self.accumulator
         for batches in self._in_flight_batches.values():
             for batch in batches:
-                if not batch.is_done() and batch.has_reached_delivery_timeout(now, timeout):
+                if batch.is_done():
+                    continue
+                if batch.has_reached_delivery_timeout(now, timeout):
                     expired.append(batch)
+                else:
+                    # As Java's Sender.getExpiredInflightBatches: the Sender's poll must wake at
+                    # an in-flight batch's delivery deadline too, not only at queued ones'.
+                    accumulator.maybe_update_next_batch_expiry_time(batch)
         return expired
 
     def _delivery_timeout_error(self, batch: ProducerBatch, now: int, in_flight: bool) -> KafkaTimeoutError:

@@ -130,6 +130,31 @@ def test_queued_batches_expire_when_no_broker_answers(cluster: MockCluster) -> N
         producer.close(0)
 
 
+def test_in_flight_batch_expires_at_delivery_timeout_when_the_broker_never_answers(cluster: MockCluster) -> None:
+    # Java's Sender.getExpiredInflightBatches (KIP-91): delivery.timeout.ms bounds a batch
+    # whose request is sent and unanswered too, not only batches still queued.  The first
+    # attempt is answered late with a retriable error, so the retry goes out so late that its
+    # request.timeout.ms ends after delivery.timeout.ms: only in-flight expiry fails the batch
+    # with the delivery-timeout error; without it the retry's request timeout would.  Nothing
+    # else is due at the delivery deadline, so this also checks that the Sender wakes for it.
+    cluster.set_partition_leader("t", 0, 1)
+    with producer_for(cluster, delivery_timeout_ms=1500, request_timeout_ms=1000, linger_ms=0) as producer:
+        warm(producer)
+        cluster.broker_push_request_error_rtts(1, PRODUCE, [(NOT_LEADER_OR_FOLLOWER, 900), (0, 30_000)])
+        future = producer.send("t", b"unanswered", partition=0)
+        with pytest.raises(KafkaTimeoutError) as info:
+            future.get(timeout=DEADLINE_S)
+        producer.flush(DEADLINE_S)  # nothing left unresolved (the request itself is abandoned)
+        metrics = producer.metrics()
+        producer.close(0)
+    text = str(info.value)
+    assert "t-0" in text and "delivery.timeout.ms=1500" in text
+    assert "the request was sent but the broker has not answered" in text
+    assert info.value.timeout_ms == 1500
+    assert metrics["record-retry-total"] == 1
+    assert metrics["record-error-total"] == 1
+
+
 def test_non_retriable_errors_fail_the_batch_only(cluster: MockCluster) -> None:
     with producer_for(cluster) as producer:
         warm(producer)
