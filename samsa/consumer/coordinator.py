@@ -47,9 +47,11 @@ from samsa.consumer.records import OffsetAndMetadata
 from samsa.consumer.subscription import SubscriptionState
 from samsa.consumer.versions import group_api_version
 from samsa.errors import (
+    FencedInstanceIdError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    RebalanceInProgressError,
     for_code,
 )
 from samsa.net import NetworkClient
@@ -78,7 +80,10 @@ ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 FENCED_INSTANCE_ID = 82
 COORDINATOR_ERRORS = {14, 15, 16}  # load in progress, not available, not coordinator
-_RESET_MEMBER = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
+# Offset commits and fetches look the coordinator up again only after these; a coordinator
+# still loading (14) is asked again as is (ConsumerCoordinator's offset response handlers).
+COORDINATOR_MOVED = {15, 16}  # not available, not coordinator
+_RESET_MEMBER = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID}
 
 IDLE, JOINING, ASSIGNING, SYNCING = "idle", "joining", "assigning", "syncing"
 
@@ -529,6 +534,12 @@ class ConsumerCoordinator:
     def _handle_group_error(self, code: int, what: str) -> None:
         if code in COORDINATOR_ERRORS:
             self.mark_coordinator_unknown()
+        elif code == FENCED_INSTANCE_ID:
+            # KIP-345: another consumer runs with this group.instance.id.  Fatal for the
+            # application, as Java's FencedInstanceIdException (thrown by the next poll when the
+            # heartbeat saw it); rejoining here would fence the other instance in turn.
+            self._reset_member(what, code)
+            raise self._fenced(what)
         elif code in _RESET_MEMBER:
             self._reset_member(what, code)
         elif code == REBALANCE_IN_PROGRESS:
@@ -537,6 +548,11 @@ class ConsumerCoordinator:
             err = for_code(code)
             if not err.retriable:
                 raise err(f"{what} for group {self.group_id!r}")
+
+    def _fenced(self, what: str) -> FencedInstanceIdError:
+        return FencedInstanceIdError(
+            f"{what} for group {self.group_id!r}: another consumer uses group.instance.id "
+            f"{self.group_instance_id!r}")
 
     def _reset_member(self, what: str, code: int) -> None:
         log.info("group %s: %s answered %s; rejoining as a new member", self.group_id, what,
@@ -689,12 +705,19 @@ class ConsumerCoordinator:
                 code = p.error_code
                 if not code:
                     continue
-                if code in COORDINATOR_ERRORS:
+                if code in COORDINATOR_MOVED:
                     self.mark_coordinator_unknown()
                     return for_code(code)(f"committing {t.name}-{p.partition_index}"), True
                 if code == REBALANCE_IN_PROGRESS:
+                    # OffsetCommitResponseHandler: rejoin (generation kept) and raise
+                    # RebalanceInProgressException; the caller may poll() and commit again.
                     self.need_rejoin = True
-                    return CommitFailedError(), False
+                    return RebalanceInProgressError(
+                        f"committing {t.name}-{p.partition_index}: the group is rebalancing; "
+                        "poll() to complete the rebalance, then commit again"), False
+                if code == FENCED_INSTANCE_ID:
+                    # OffsetCommitResponseHandler raises FencedInstanceIdException as is.
+                    return self._fenced("OffsetCommit"), False
                 if code in _RESET_MEMBER:
                     self._reset_member("OffsetCommit", code)
                     return CommitFailedError(), False
@@ -797,7 +820,7 @@ class ConsumerCoordinator:
             top, topics = group.error_code, group.topics
         else:
             top, topics = getattr(body, "error_code", 0), body.topics
-        if top in COORDINATOR_ERRORS:
+        if top in COORDINATOR_MOVED:
             self.mark_coordinator_unknown()
         if top:
             raise for_code(top)(f"fetching committed offsets of group {self.group_id!r}")

@@ -328,7 +328,9 @@ class MockCluster:
     ) -> None:
         """On one broker, answer the next requests of ``api_key`` with ``(error, rtt_ms)`` each.
 
-        ``(0, 500)`` delays a request by 500 ms without failing it.
+        ``(0, 500)`` delays a request by 500 ms without failing it.  From then on this broker's
+        stack for ``api_key``, even once used up, shadows the cluster-wide errors that
+        :meth:`push_request_errors` pushes for that key (rd_kafka_mock_next_request_error).
         """
         fn = self._fn("rd_kafka_mock_broker_push_request_error_rtts")
         for chunk in _chunks(errors, _VARARG_CHUNK // 2):
