@@ -495,7 +495,7 @@ class Fetcher:
                     self.metadata.maybe_throw_for_topic(t)
                     self.metadata.add(t, now)
                 version = self.metadata.request_update()
-                self._await_metadata(version, deadline)
+                self._await_metadata(version, deadline, todo, timeout_ms)
                 continue
             retry = False
             for node, part in by_node.values():
@@ -520,16 +520,20 @@ class Fetcher:
                             raise for_code(p.error_code)(f"listing offsets of {tp}")
             if retry and todo:
                 version = self.metadata.request_update()
-                self._await_metadata(version, deadline)
+                self._await_metadata(version, deadline, todo, timeout_ms)
         return result
 
-    def _await_metadata(self, version: int, deadline: float) -> None:
+    def _await_metadata(self, version: int, deadline: float, todo: dict[TopicPartition, int],
+                        timeout_ms: float) -> None:
         client = self.client
         clock = client._clock
         while self.metadata.update_version <= version:
             now = clock()
             if now >= deadline:
-                raise KafkaTimeoutError("a metadata update", None)
+                # Name what the caller asked for, as the ListOffsets timeout does.
+                raise KafkaTimeoutError(
+                    f"offsets of {sorted(map(str, todo))} (no metadata update for their leaders)",
+                    timeout_ms)
             client.poll(min(deadline - now, 100), now)
 
 
