@@ -38,8 +38,6 @@ def legacy_offsets_before(log: Log, timestamp: int, max_num_offsets: int,
     candidates = [(max(s.base_offset, start_offset), _mtime_ms(s.log_path)) for s in segments]
     if segments and segments[-1].size > 0:
         candidates.append((end_offset, time.time_ns() // 1_000_000))
-    if not candidates:
-        return []
     if timestamp == LATEST:
         start = len(candidates) - 1
     elif timestamp == EARLIEST:

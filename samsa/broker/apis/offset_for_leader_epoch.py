@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.apis.context import RequestContext
-from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.fetch import leader_epoch_error
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import KafkaError, UnknownTopicOrPartitionError
+from samsa.errors import UnknownTopicOrPartitionError
 from samsa.protocol import OffsetForLeaderEpochResponse
 
 TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -28,16 +27,12 @@ def _end_offset(services: BrokerServices, topic: str, p: Any) -> EpochEndOffset:
     if error:
         return EpochEndOffset(error_code=error, partition=index, leader_epoch=-1, end_offset=-1)
     requested = p.leader_epoch
-    try:
-        if requested == current:
-            epoch, end = current, log.log_end_offset
-        elif requested > current:
-            epoch, end = -1, -1  # an epoch this partition never had
-        else:
-            epoch, end = log.end_offset_for_epoch(requested)
-    except KafkaError as exc:
-        return EpochEndOffset(error_code=code_for(exc, f"OffsetForLeaderEpoch {topic}-{index}"),
-                              partition=index, leader_epoch=-1, end_offset=-1)
+    if requested == current:
+        epoch, end = current, log.log_end_offset
+    elif requested > current:
+        epoch, end = -1, -1  # an epoch this partition never had
+    else:
+        epoch, end = log.end_offset_for_epoch(requested)
     return EpochEndOffset(error_code=0, partition=index, leader_epoch=epoch, end_offset=end)
 
 

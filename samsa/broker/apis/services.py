@@ -4,7 +4,6 @@ producer ids.  One instance per broker, owned by KafkaApis."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,7 +96,3 @@ class BrokerServices:
     def close(self) -> None:
         self.groups.close()
         self.fetch_purgatory.close()
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -125,3 +125,20 @@ def test_authorized_operations_when_asked(client: Any, log_manager: Any) -> None
 def test_duplicate_requested_topics_answered_once(client: Any) -> None:
     response = client.call(MetadataRequest(topics=[Topic(name="d"), Topic(name="d")]), 9)
     assert [t.name for t in response.topics] == ["d"]
+
+
+def test_a_topic_id_asked_twice_is_answered_once(client: Any, log_manager: Any) -> None:
+    info = log_manager.create_topic("by-id", 1)
+    response = client.call(MetadataRequest(topics=[Topic(name=None, topic_id=info.topic_id),
+                                                   Topic(name=None, topic_id=info.topic_id)]), 12)
+    assert [(t.name, t.topic_id) for t in response.topics] == [("by-id", info.topic_id)]
+
+
+def test_auto_creating_a_colliding_name_answers_invalid_topic(client: Any,
+                                                              log_manager: Any) -> None:
+    # "a.b" and "a_b" collide in metric names; Kafka refuses the second (Topic.hasCollision).
+    log_manager.create_topic("a_b", 1)
+    response = client.call(MetadataRequest(topics=[Topic(name="a.b")],
+                                           allow_auto_topic_creation=True), 9)
+    assert [(t.name, t.error_code) for t in response.topics] == [("a.b", 17)]
+    assert log_manager.topic("a.b") is None

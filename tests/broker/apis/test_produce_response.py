@@ -42,3 +42,13 @@ def test_template_frame_decodes_to_the_values(version: int) -> None:
     assert got_id == 77 and body.responses[0].name == "orders"
     assert (partition.index, partition.base_offset, partition.log_append_time_ms) == (3, 1234, -1)
     assert partition.log_start_offset == (10 if version >= 5 else -1)
+
+
+def test_template_cache_stays_bounded_with_client_chosen_topic_names() -> None:
+    from samsa.broker.apis import produce_response
+
+    for i in range(10_001):
+        success_frame(9, i, f"many-{i}", 0, i, -1, 0)
+    assert 0 < len(produce_response._templates) <= 10_000
+    assert success_frame(9, 5, "many-10000", 2, 7, -1, 0) == generic(9, 5, "many-10000", 2, 7, -1, 0)
+    assert success_frame(9, 5, "many-1", 2, 7, -1, 0) == generic(9, 5, "many-1", 2, 7, -1, 0)
