@@ -209,6 +209,8 @@ class KafkaProducer:
             raise ForkedClientError()
         if self._closed:
             raise ProducerClosedError("send() was called after close(); create a new producer")
+        if self._sender.fatal_error is not None:
+            raise self._failed_fatally()
         if self._has_interceptors:
             interceptors = self._interceptors
             record = interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
@@ -312,6 +314,8 @@ class KafkaProducer:
             raise ForkedClientError()
         if self._closed:
             raise ProducerClosedError("send_many() was called after close(); create a new producer")
+        if self._sender.fatal_error is not None:
+            raise self._failed_fatally()
         n = len(values)
         for name, column in (("keys", keys), ("partitions", partitions), ("timestamps_ms", timestamps_ms),
                              ("headers", headers)):
@@ -431,6 +435,14 @@ class KafkaProducer:
     def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
         """Alias of :meth:`send` (confluent-kafka's spelling)."""
         return self.send(topic, value, key, **kwargs)
+
+    def _failed_fatally(self) -> KafkaError:
+        """The error send() raises once the producer failed fatally (Java's
+        TransactionManager.maybeFailWithError): of the fatal error's class, saying what to do."""
+        fatal = self._sender.fatal_error
+        kind = type(fatal) if isinstance(fatal, KafkaError) else KafkaError
+        return kind(f"the producer failed earlier and sends nothing more: {fatal}; close it and "
+                    "create a new producer once the cause is fixed")
 
     def _record_too_large(self, size: int) -> None:
         if size > self._max_request_size:

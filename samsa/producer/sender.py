@@ -35,6 +35,7 @@ from typing import Any
 
 from samsa.errors import (
     BrokerResponseError,
+    ClusterAuthorizationFailedError,
     DuplicateSequenceNumberError,
     InvalidRecordError,
     KafkaConnectionError,
@@ -169,6 +170,12 @@ class Sender(threading.Thread):
 
     def run_once(self) -> None:
         now = self._clock.milliseconds()
+        if self.fatal_error is not None:
+            # As Java's Sender.runOnce once the TransactionManager holds a fatal error: every
+            # batch appended since (a send() racing the failure) fails with it; nothing is sent.
+            self._abort_everything(self.fatal_error)
+            self.client.poll(self.retry_backoff_ms or 1, now)
+            return
         can_send = True
         tm = self.transaction_manager
         if tm is not None and tm.needs_init_producer_id():
@@ -542,6 +549,14 @@ class Sender(threading.Thread):
                     self.metadata.request_update()
                 self._backoff_init_producer_id(now)
                 return
+            if isinstance(error, ClusterAuthorizationFailedError):
+                # Java's Sender.shouldHandleAuthorizationError: an idempotent producer fails
+                # what waits for the id and goes back to uninitialized, so that it can try again
+                # once an operator grants IDEMPOTENT_WRITE (or WRITE, KIP-679).
+                log.error("InitProducerId refused: %s", error)
+                self._abort_everything(error)
+                self._backoff_init_producer_id(now)
+                return
             self._fatal(error)
             return
         self._init_pid_attempts = 0
@@ -553,11 +568,12 @@ class Sender(threading.Thread):
         self._init_pid_next_ms = now + backoff
 
     def _fatal(self, error: BaseException) -> None:
-        """A producer-wide unrecoverable error: fail everything queued, and later sends."""
+        """A producer-wide unrecoverable error (Java's TransactionManager.fatalError): fail
+        everything queued; later sends raise it (KafkaProducer.send checks it) and nothing more
+        is sent."""
         log.error("Fatal producer error: %s", error)
         self.fatal_error = error
         self._abort_everything(error)
-        self._backoff_init_producer_id(self._clock.milliseconds())
 
 
 def _maybe_written(error: BaseException) -> bool:

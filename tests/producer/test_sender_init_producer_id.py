@@ -7,6 +7,8 @@ broker answers it with (Java's TransactionManager.InitProducerIdHandler and Send
   (Sender.shouldHandleAuthorizationError -> maybeAbortBatches); the producer then goes back to
   having no id (transitionToUninitialized), so a later send asks again and, once the
   broker allows it, is delivered.
+* Any other error (here INVALID_REQUEST) is fatal (TransactionManager.fatalError): waiting
+  records fail with it, later sends raise it, and InitProducerId is not asked again.
 
 A MockClock that moves only when the test says so decides when the Sender may ask again: the
 records are queued before the answer that fails them can be asked for, whatever the machine's
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 import pytest
 
 from samsa import KafkaProducer
-from samsa.errors import ClusterAuthorizationFailedError, KafkaTimeoutError
+from samsa.errors import ClusterAuthorizationFailedError, InvalidRequestError, KafkaTimeoutError
 from samsa.net.clock import MockClock
 from samsa.producer.future import RecordFuture
 from tests.support.mock_cluster import MockCluster
@@ -33,6 +35,7 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
 CLUSTER_AUTHORIZATION_FAILED = 31
+INVALID_REQUEST = 42
 BACKOFF_MS = 100
 
 
@@ -102,3 +105,24 @@ def test_cluster_authorization_failure_fails_the_waiting_records_then_the_produc
     assert metadata.offset == 0  # none of the failed records was written
     assert metrics["producer-id"] >= 0
     assert len(cluster.requests(INIT_PRODUCER_ID)) == 3
+
+
+def test_an_unexpected_init_producer_id_error_is_fatal(cluster: MockCluster) -> None:
+    cluster.push_request_errors(INIT_PRODUCER_ID, [COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST])
+    clock = MockClock(now_ms=5_000)
+    producer = _producer(cluster, clock)
+    try:
+        waiting = [producer.send("t", b"w%d" % i, partition=0) for i in range(3)]
+        _advance_until_done(clock, waiting)
+        for future in waiting:
+            with pytest.raises(InvalidRequestError):
+                future.get(timeout=0)
+        with pytest.raises(InvalidRequestError, match="create a new producer"):
+            producer.send("t", b"later", partition=0)
+        with pytest.raises(InvalidRequestError, match="create a new producer"):
+            producer.send_many("t", [b"later"], partitions=[0])
+        clock.advance(10 * BACKOFF_MS)
+        producer.flush(5)
+    finally:
+        producer.close(0)
+    assert len(cluster.requests(INIT_PRODUCER_ID)) == 2
