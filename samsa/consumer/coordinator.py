@@ -76,6 +76,7 @@ log = logging.getLogger(__name__)
 
 MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27
+INVALID_REQUEST = 42
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 FENCED_INSTANCE_ID = 82
@@ -485,7 +486,16 @@ class ConsumerCoordinator:
     def _on_sync_response(self, body: Any, now: float) -> bool:
         self.phase = IDLE
         if body.error_code:
-            self._handle_group_error(body.error_code, "SyncGroup")
+            if body.error_code == INVALID_REQUEST:
+                # librdkafka's mock cluster answers a follower's SyncGroup that arrives after
+                # the leader's with INVALID_REQUEST (rdkafka_mock_cgrp.c, state UP) where Kafka
+                # would hand it its assignment.  librdkafka rejoins on any SyncGroup error
+                # (rd_kafka_cgrp_handle_SyncGroup_memberstate); so do we for this one, instead
+                # of Java's fatal "unexpected error", since rejoining can lose nothing.
+                log.warning("group %s: SyncGroup answered INVALID_REQUEST; rejoining",
+                            self.group_id)
+            else:
+                self._handle_group_error(body.error_code, "SyncGroup")
             self.need_rejoin = True
             if body.error_code != REBALANCE_IN_PROGRESS:
                 self._retry_at = now + self.retry_backoff_ms

@@ -44,6 +44,7 @@ COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_REQUEST = 42
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 GROUP_AUTHORIZATION_FAILED = 30
@@ -478,6 +479,18 @@ def test_fenced_static_member_gets_the_error_instead_of_fencing_the_other_instan
         tracked.push_request_errors(OFFSET_COMMIT, [FENCED_INSTANCE_ID])
         with pytest.raises(FencedInstanceIdError):
             c.commit({TP0: OffsetAndMetadata(1)})
+
+
+def test_sync_group_invalid_request_rejoins(tracked: MockCluster) -> None:
+    # librdkafka's mock answers a follower's SyncGroup that comes after the leader's with
+    # INVALID_REQUEST (rdkafka_mock_cgrp.c); the member rejoins, as librdkafka does, instead of
+    # failing the application's poll().
+    tracked.start_request_tracking()
+    tracked.push_request_errors(SYNC_GROUP, [INVALID_REQUEST])
+    with member(tracked, "g-sync-invalid", Listener()) as c:
+        assert len(tracked.requests(SYNC_GROUP)) == 2
+        assert len(tracked.requests(JOIN_GROUP)) >= 2
+        assert len(c.assignment()) == 2
 
 
 def test_group_member_recovers_from_coordinator_and_rebalance_errors(tracked: MockCluster) -> None:
