@@ -264,7 +264,6 @@ class RecordBatchBuilder:
         soft = self._soft_limit
         ratio = self._estimated_ratio
         small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
-        ts = max_ts
         i = start
         while i < end:
             if not constant_ts:

@@ -1,6 +1,9 @@
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from samsa.records import (
     Compression,
@@ -10,9 +13,13 @@ from samsa.records import (
     validate_batch,
     with_producer_state,
 )
-from samsa.records.builder import record_size
+from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
+from samsa.records.builder import encode_headers, record_size
+from samsa.records.compression import compress
+from samsa.records.varint import SMALL_VARINT_LIMIT
 
 from .strategies import BASE_TS, codecs, records
+from .strategies import headers as header_lists
 
 
 def read(buf: bytes) -> RecordBatch:
@@ -131,6 +138,20 @@ def test_build_is_idempotent_and_closes_the_builder() -> None:
         RecordBatchBuilder().build()
 
 
+def test_misuse_errors_say_what_is_wrong() -> None:
+    builder = RecordBatchBuilder()
+    builder.append(BASE_TS, None, b"v")
+    builder.build()
+    with pytest.raises(RuntimeError, match="^cannot append to a batch that has been built$"):
+        builder.append(BASE_TS, None, b"v")
+    with pytest.raises(RuntimeError, match="^cannot append to a batch that has been built$"):
+        builder.append_many(BASE_TS, None, [b"v"], None, 0, 1)
+    with pytest.raises(ValueError, match="^cannot build a record batch without records$"):
+        RecordBatchBuilder().build()
+    with pytest.raises(ValueError, match="^a v2 batch needs CREATE_TIME or LOG_APPEND_TIME$"):
+        RecordBatchBuilder(timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+
+
 def test_none_timestamp_means_now_and_large_fields_use_long_varints() -> None:
     builder = RecordBatchBuilder(batch_size_limit=1 << 30)
     builder.append(None, None, b"now")
@@ -192,3 +213,163 @@ def test_append_many_without_keys_headers_or_timestamps() -> None:
     got = batch.records()
     assert [r.value for r in got] == values[:stop]
     assert {r.key for r in got} == {None} and {r.timestamp for r in got} == {BASE_TS}
+
+
+@settings(max_examples=200, deadline=None)
+@given(offset_delta=st.integers(0, 2**31 - 1), timestamp_delta=st.integers(-(2**62), 2**62),
+       key=st.none() | st.binary(max_size=300), value=st.none() | st.binary(max_size=300),
+       hdrs=st.none() | header_lists)
+def test_record_size_matches_kafka_pythons(offset_delta: int, timestamp_delta: int, key: bytes | None,
+                                           value: bytes | None, hdrs: list | None) -> None:
+    expected = DefaultRecordBatchBuilder.size_in_bytes(offset_delta, timestamp_delta, key, value, hdrs or [])
+    assert record_size(offset_delta, timestamp_delta, key, value, hdrs) == expected
+
+
+def test_header_keys_may_be_given_as_utf8_bytes() -> None:
+    assert encode_headers([(b"k\xc3\xa9", b"v"), (bytearray(b"n"), None)]) == encode_headers([("k\u00e9", b"v"), ("n", None)])
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["append", "append_many"])
+def test_varints_at_and_around_the_small_varint_table(many: bool) -> None:
+    """Each varint looked up in SMALL_VARINTS (0 <= n < SMALL_VARINT_LIMIT) once equals the limit:
+    timestamp delta, key and value length, record length, offset delta; and a negative delta."""
+    limit = SMALL_VARINT_LIMIT
+    rows: list[tuple[int, bytes | None, bytes | None]] = [
+        (BASE_TS, None, b"a"),
+        (BASE_TS + limit, b"k" * limit, b"v" * limit),
+        # attributes, delta -1, offset delta 2, null key, 3-byte length, header count: 8 bytes
+        (BASE_TS - 1, None, b"x" * (limit - 8)),
+    ]
+    rows += [(BASE_TS, None, None)] * (limit - 2)  # the last one has offset delta == limit
+    builder = RecordBatchBuilder(batch_size_limit=1 << 30)
+    if many:
+        stamps, keys, values = ([r[i] for r in rows] for i in range(3))
+        assert builder.append_many(stamps, keys, values, None, 0, len(rows)) == len(rows)
+        # one timestamp for the whole call: delta == limit, then a negative delta
+        assert builder.append_many(BASE_TS + limit, None, [b"c"], None, 0, 1) == 1
+        assert builder.append_many(BASE_TS - 2, None, [b"d"], None, 0, 1) == 1
+    else:
+        for i, (ts, key, value) in enumerate(rows):
+            assert builder.append(ts, key, value) == i
+        builder.append(BASE_TS + limit, None, b"c")
+        builder.append(BASE_TS - 2, None, b"d")
+    rows += [(BASE_TS + limit, None, b"c"), (BASE_TS - 2, None, b"d")]
+    got = read(builder.build()).records()
+    assert len(got[2].value) + 8 == limit  # the record length that equals the limit
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in got] == [(i, *row) for i, row in enumerate(rows)]
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP])
+@pytest.mark.parametrize("many", [False, True], ids=["append", "append_many"])
+def test_a_record_that_fills_the_batch_exactly_still_fits(codec: Compression, many: bool) -> None:
+    second = (BASE_TS + 1000, b"key", b"v" * 50, [("h", b"1")])
+    factor = None if codec == Compression.NONE else 1.05  # Java's estimate: uncompressed * ratio * 1.05
+    first_size = record_size(0, 0, None, b"first")
+    used = RECORD_BATCH_OVERHEAD + (first_size if factor is None else int(first_size * factor))
+    exact = used + record_size(1, 1000, *second[1:])
+    for limit, fits in ((exact, True), (exact - 1, False)):
+        builder = RecordBatchBuilder(compression=codec, batch_size_limit=limit)
+        assert builder.has_room_for(BASE_TS, None, b"x" * (2 * limit))  # the first record always fits
+        assert builder.append(BASE_TS, None, b"first") == 0
+        assert builder.estimated_size == used
+        assert builder.has_room_for(*second) is fits
+        if many:
+            ts, key, value, hdrs = second
+            assert builder.append_many([ts], [key], [value], [hdrs], 0, 1) == (1 if fits else 0)
+        else:
+            assert builder.append(*second) == (1 if fits else None)
+        assert builder.record_count == (2 if fits else 1)
+
+
+def test_a_fresh_builder_estimates_the_bare_header() -> None:
+    assert RecordBatchBuilder().estimated_size == RECORD_BATCH_OVERHEAD
+    assert RecordBatchBuilder(compression=Compression.LZ4).estimated_size == RECORD_BATCH_OVERHEAD
+
+
+def test_a_good_compression_ratio_still_checks_the_exact_estimate() -> None:
+    # ratio 0.5 * 1.05: 61 + int(uncompressed * 0.525) + next record <= 1000 decides, for records
+    # that fast checks on the uncompressed size alone would still let in.
+    builder = RecordBatchBuilder(compression=Compression.GZIP, batch_size_limit=1000, estimated_compression_ratio=0.5)
+    taken = 0
+    while True:
+        room = builder.has_room_for(BASE_TS, None, b"v" * 200)
+        if builder.append(BASE_TS, None, b"v" * 200) is None:
+            assert not room
+            break
+        assert room
+        taken += 1
+    assert taken == 7
+    many = RecordBatchBuilder(compression=Compression.GZIP, batch_size_limit=1000, estimated_compression_ratio=0.5)
+    assert many.append_many(BASE_TS, None, [b"v" * 200] * 20, None, 0, 20) == taken
+
+
+def test_observed_compression_ratio_updates_the_estimate_until_built() -> None:
+    builder = RecordBatchBuilder(compression=Compression.ZSTD)
+    builder.append(BASE_TS, None, b"a" * 1000)
+    raw = builder.uncompressed_size - RECORD_BATCH_OVERHEAD
+    assert builder.estimated_size == RECORD_BATCH_OVERHEAD + int(raw * 1.05)
+    builder.set_estimated_compression_ratio(0.2)
+    assert builder.estimated_size == RECORD_BATCH_OVERHEAD + int(raw * (0.2 * 1.05))
+    built = builder.build()
+    builder.set_estimated_compression_ratio(0.5)
+    assert builder.estimated_size == len(built)
+    assert builder.uncompressed_size == RECORD_BATCH_OVERHEAD + raw
+
+
+def test_compression_level_reaches_the_codec() -> None:
+    value = b"".join(b"record %d " % i for i in range(3000))
+    plain = RecordBatchBuilder()
+    plain.append(BASE_TS, None, value)
+    records_bytes = plain.build()[RECORD_BATCH_OVERHEAD:]
+    payloads = []
+    for level in (1, 19):
+        builder = RecordBatchBuilder(compression=Compression.ZSTD, compression_level=level)
+        builder.append(BASE_TS, None, value)
+        payloads.append(builder.build()[RECORD_BATCH_OVERHEAD:])
+        assert payloads[-1] == compress(Compression.ZSTD, records_bytes, level)
+    assert payloads[0] != payloads[1]
+
+
+def test_none_timestamps_mean_now_in_append_many() -> None:
+    before = int(time.time() * 1000)
+    builder = RecordBatchBuilder()
+    assert builder.append_many([None, None], None, [b"a", b"b"], None, 0, 2) == 2
+    builder.append(None, None, b"c")
+    after = int(time.time() * 1000)
+    batch = read(builder.build())
+    assert all(before <= r.timestamp <= after for r in batch)
+    assert before <= batch.base_timestamp <= batch.max_timestamp <= after
+
+
+def test_append_many_of_an_empty_range_at_the_end_appends_nothing() -> None:
+    builder = RecordBatchBuilder()
+    assert builder.append_many([BASE_TS], None, [b"v"], None, 1, 1) == 1
+    assert builder.record_count == 0 and builder.estimated_size == RECORD_BATCH_OVERHEAD
+
+
+def test_a_record_that_does_not_fit_leaves_the_max_timestamp() -> None:
+    builder = RecordBatchBuilder(batch_size_limit=100)
+    builder.append(BASE_TS, None, b"a")
+    assert builder.append_many(BASE_TS + 5, None, [b"x" * 200], None, 0, 1) == 0
+    assert builder.append(BASE_TS + 6, None, b"x" * 200) is None
+    assert read(builder.build()).max_timestamp == BASE_TS
+
+
+def test_create_time_batches_ignore_a_log_append_time() -> None:
+    builder = RecordBatchBuilder(log_append_time_ms=BASE_TS + 10**6)
+    builder.append(BASE_TS + 7, None, b"a")
+    batch = read(builder.build())
+    assert (batch.timestamp_type, batch.max_timestamp) == (TimestampType.CREATE_TIME, BASE_TS + 7)
+
+
+def test_set_producer_state_keeps_or_sets_the_transactional_flag() -> None:
+    kept = RecordBatchBuilder(is_transactional=True)
+    kept.append(BASE_TS, None, b"a")
+    kept.set_producer_state(5, 0, 0)  # not given: unchanged
+    assert read(kept.build()).is_transactional
+    assert kept.attributes & 0x10
+    made = RecordBatchBuilder()
+    made.append(BASE_TS, None, b"a")
+    made.set_producer_state(5, 0, 0, is_transactional=True)
+    assert made.is_transactional is True
+    assert read(made.build()).is_transactional
