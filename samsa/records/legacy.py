@@ -39,7 +39,6 @@ __all__ = [
     "MESSAGE_OVERHEAD_V1",
     "LegacyMessage",
     "LegacyRecordBatch",
-    "message_overhead",
     "parse_message",
 ]
 
@@ -51,10 +50,6 @@ _ENTRY = struct.Struct(">qi")
 _PREFIX_V0 = struct.Struct(">Ibb")
 _PREFIX_V1 = struct.Struct(">Ibbq")
 _I32 = struct.Struct(">i")
-
-
-def message_overhead(magic: int) -> int:
-    return MESSAGE_OVERHEAD_V0 if magic == MAGIC_V0 else MESSAGE_OVERHEAD_V1
 
 
 class LegacyMessage:
@@ -244,7 +239,7 @@ class LegacyRecordBatch:
         codec = w.attributes & COMPRESSION_CODEC_MASK
         if codec == Compression.NONE:
             return [Record(w.offset, w.timestamp, w.key, w.value, [], w.timestamp_type)]
-        if codec == Compression.ZSTD or codec > Compression.ZSTD:
+        if codec >= Compression.ZSTD:  # zstd (KIP-110) and unknown codecs
             raise ValueError(f"compression codec {codec} is not allowed in magic {w.magic} messages")
         if w.value is None:
             raise ValueError("compressed wrapper message has a null value")

@@ -4,6 +4,7 @@ implementation of the v0/v1 layout, CRCs and codec framings)."""
 
 from __future__ import annotations
 
+import gzip
 import struct
 
 import pytest
@@ -13,6 +14,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    MessageTooLargeError,
     UnsupportedCompressionTypeError,
 )
 from samsa.records import (
@@ -26,6 +28,7 @@ from samsa.records import (
 )
 from samsa.records.control import ControlRecordType
 from samsa.records.conversion import (
+    LegacyRecord,
     down_convert,
     is_legacy_message_set,
     read_legacy_produce,
@@ -233,3 +236,152 @@ def test_size_rules_of_the_shallow_iterator() -> None:
 
     with pytest.raises(MessageTooLargeError):
         read_legacy_produce(data, 20)
+
+
+# --- exact answers of the produce-side reader at its boundaries ---------------------------------
+
+SMALLEST_V0 = entry(0, message(0, None, None))  # 12 + 14 bytes: RECORD_OVERHEAD_V0
+
+
+def key_length_lies(magic: int) -> bytes:
+    """A message whose key length (100) runs past its end."""
+    msg = bytearray(message(magic, b"k", b"v", 0, TS))
+    struct.pack_into(">i", msg, 6 if magic == 0 else 14, 100)
+    return bytes(msg)
+
+
+def deep(data: bytes) -> list[LegacyRecord]:
+    (batch,) = read_legacy_produce(data, 1 << 20)
+    return batch.records()
+
+
+def test_shallow_entries_report_offset_size_and_timestamp_type() -> None:
+    first = entry(5, message(1, b"k", b"v", 0x08, TS))  # LogAppendTime attribute, no codec
+    data = first + entry(6, message(0, None, b"w"))
+    one, two = read_legacy_produce(data, 1 << 20)
+    assert (one.offset, one.size, one.magic, one.codec, one.timestamp_type, one.where) == (
+        5, len(first), 1, 0, TimestampType.LOG_APPEND_TIME, "message at offset 5 (byte 0)")
+    assert (two.offset, two.size, two.timestamp_type, two.where) == (
+        6, len(data) - len(first), TimestampType.NO_TIMESTAMP_TYPE,
+        f"message at offset 6 (byte {len(first)})")
+    assert one.records() == [LegacyRecord(5, TS, b"k", b"v", 1, False)]
+    assert two.records() == [LegacyRecord(6, -1, None, b"w", 0, False)]
+
+
+def test_the_smallest_messages_are_read() -> None:
+    assert deep(SMALLEST_V0) == [LegacyRecord(0, -1, None, None, 0, False)]
+    inner = SMALLEST_V0 + entry(1, message(0, b"", b""))
+    assert deep(wrapper(0, Compression.GZIP, gzip.compress(inner), 1)) == [
+        LegacyRecord(0, -1, None, None, 0, False), LegacyRecord(1, -1, b"", b"", 0, False)]
+
+
+def test_max_message_bytes_counts_the_log_overhead() -> None:
+    data = entry(0, message(0, b"k", b"v"))
+    assert len(data) == 28
+    assert len(read_legacy_produce(data, 28)) == 1
+    with pytest.raises(MessageTooLargeError, match=r"(^|: )message at offset 0 \(byte 0\): 28 bytes "
+                       r"exceed max\.message\.bytes=27$"):
+        read_legacy_produce(data, 27)
+
+
+@pytest.mark.parametrize(("data", "error", "match"), [
+    # exactly a log overhead left: Kafka's ByteBufferLogInputStream still checks its size
+    (SMALLEST_V0 + struct.pack(">qi", 1, 0), CorruptRecordError,
+     r"(^|: )message at offset 1 \(byte 26\): size 0 is below the minimum 14$"),
+    (entry(3, bytes(4) + b"\x03" + bytes(9)), CorruptRecordError,
+     r"(^|: )message at offset 3 \(byte 0\): invalid magic 3$"),
+    (SMALLEST_V0 + v2_batch(Compression.NONE, 1, 1), InvalidRecordError,
+     r"(^|: )message at offset 1 \(byte 26\): a magic 2 batch among magic 0 messages$"),
+    (entry(4, key_length_lies(1)), CorruptRecordError,
+     r"(^|: )message at offset 4 \(byte 0\): key length 100 does not fit the message$"),
+    (flip(entry(0, message(1, b"k", b"v", 0, TS)), -1), CorruptRecordError,
+     (r"(^|: )message at offset 0 \(byte 0\): CRC-32 mismatch \(stored 0x[0-9a-f]{8}\); "
+     r"the message is corrupt$")),
+    (entry(0, message(1, None, b"x", 5, TS)), UnsupportedCompressionTypeError,
+     r"(^|: )message at offset 0 \(byte 0\): unknown compression codec 5$"),
+], ids=["overhead-only-tail", "magic-3", "magic-2", "key-length", "crc", "codec-5"])
+def test_shallow_errors_name_the_entry_and_the_fault(data: bytes, error: type[Exception],
+                                                     match: str) -> None:
+    with pytest.raises(error, match=match):
+        read_legacy_produce(data, 1 << 20)
+
+
+OK_INNER = entry(0, message(1, b"a", b"0", 0, TS))
+
+
+@pytest.mark.parametrize(("data", "error", "match"), [
+    (wrapper(1, Compression.ZSTD, bytes(8), 3, TS), InvalidRecordError,
+     r"(^|: )message at offset 3 \(byte 0\): zstd is not allowed in a magic 1 wrapper$"),
+    (entry(3, message(1, None, None, Compression.GZIP, TS)), InvalidRecordError,
+     r"(^|: )message at offset 3 \(byte 0\): compressed wrapper with a null value$"),
+    (wrapper(1, Compression.GZIP, b"not gzip", 0, TS), CorruptRecordError,
+     r"(^|: )message at offset 0 \(byte 0\): the wrapper's value does not decompress \(.+\)$"),
+    # exactly a log overhead left after the first inner message
+    (wrapper(1, Compression.GZIP, gzip.compress(OK_INNER + struct.pack(">qi", 1, 0)), 1, TS),
+     CorruptRecordError, (r"(^|: )message at offset 1 \(byte 0\), inner message at offset 1: size 0 "
+     r"does not fit the wrapper$")),
+    (wrapper(1, Compression.GZIP, gzip.compress(struct.pack(">qi", 0, 0) + bytes(20)), 0, TS),
+     CorruptRecordError, (r"(^|: )message at offset 0 \(byte 0\), inner message at offset 0: size 0 "
+     r"does not fit the wrapper$")),
+    (wrapper(1, Compression.GZIP,
+             gzip.compress(OK_INNER + struct.pack(">qi", 1, 30) + bytes(20)), 1, TS),
+     CorruptRecordError, (r"(^|: )message at offset 1 \(byte 0\), inner message at offset 1: size 30 "
+     r"does not fit the wrapper$")),
+    (wrapper(1, Compression.GZIP, gzip.compress(entry(0, key_length_lies(1))), 0, TS),
+     CorruptRecordError, (r"(^|: )message at offset 0 \(byte 0\), inner message at offset 0: key "
+     r"length 100 does not fit the message$")),
+    (wrapper(1, Compression.GZIP, gzip.compress(OK_INNER + bytes(5)), 0, TS), CorruptRecordError,
+     r"(^|: )message at offset 0 \(byte 0\): 5 stray bytes after the inner messages$"),
+    (wrapper(1, Compression.GZIP, gzip.compress(b""), 0, TS), InvalidRecordError,
+     r"(^|: )message at offset 0 \(byte 0\): compressed wrapper with no inner records$"),
+    (wrapper(1, Compression.GZIP, gzip.compress(message_set(1, [(b"k", b"v", TS)] * 3)), 1, TS),
+     InvalidRecordError, (r"(^|: )message at offset 1 \(byte 0\): wrapper offset 1 is less than the "
+     r"last inner message offset 2 and it is not zero$")),
+], ids=["zstd", "null-value", "not-gzip", "overhead-only-tail", "size-0", "size-beyond",
+        "key-length", "stray-bytes", "empty", "wrapper-offset"])
+def test_wrapper_errors_name_the_wrapper_and_the_fault(data: bytes, error: type[Exception],
+                                                       match: str) -> None:
+    with pytest.raises(error, match=match):
+        deep(data)
+
+
+def test_inner_records_of_a_v1_wrapper() -> None:
+    """DeepRecordsIterator's view: relative offsets as written, each message's own magic and
+    timestamp, and whether its attributes name a codec (the validator rejects that)."""
+    inner = OK_INNER + entry(1, message(1, None, b"1", Compression.GZIP, TS + 1)) + entry(
+        2, message(1, b"c", None, 0, TS + 2))
+    expected = [LegacyRecord(0, TS, b"a", b"0", 1, False),
+                LegacyRecord(1, TS + 1, None, b"1", 1, True),
+                LegacyRecord(2, TS + 2, b"c", None, 1, False)]
+    # the wrapper's offset may equal the last inner one (a broker-assigned set)
+    assert deep(wrapper(1, Compression.GZIP, gzip.compress(inner), 2, TS + 9)) == expected
+    log_append = wrapper(1, Compression.GZIP, gzip.compress(inner), 2, TS + 9,
+                         log_append_time=True)
+    assert [r.timestamp for r in deep(log_append)] == [TS + 9] * 3
+
+
+def test_magic_0_lz4_wrappers_with_the_broken_header_checksum_are_read() -> None:
+    data = build_legacy_records(0, Compression.LZ4, ROWS)
+    assert [(r.offset, r.key, r.value) for r in deep(data)] == [(o, k, v) for o, _, k, v in ROWS]
+
+
+def test_is_legacy_message_set_needs_the_magic_byte() -> None:
+    assert not is_legacy_message_set(bytes(16))
+    assert is_legacy_message_set(bytes(16) + b"\x01")
+    assert not is_legacy_message_set(bytes(16) + b"\x02")
+
+
+def test_down_convert_keeps_every_batch_after_a_control_batch() -> None:
+    marker = build_control_batch(ControlRecordType.COMMIT, 7, 0, 0, TS)  # offset 0
+    data = (bytes(marker) + v2_batch(Compression.GZIP, 1, 2)
+            + v2_batch(Compression.NONE, 3, 2))
+    assert [r[0] for r in samsa_rows(down_convert(batches_of(data), 1, 0))] == [1, 2, 3, 4]
+
+
+def test_down_convert_errors_say_what_to_do() -> None:
+    with pytest.raises(ValueError, match=r"(^|: )cannot down-convert to magic 2$"):
+        down_convert([], 2, 0)
+    with pytest.raises(UnsupportedCompressionTypeError,
+                       match=r"(^|: )down-conversion of zstd-compressed batches is not supported; "
+                       r"fetch with version 10 or later$"):
+        down_convert(batches_of(v2_batch(Compression.ZSTD, 0, 2)), 1, 0)

@@ -18,6 +18,7 @@ from samsa.records import (
     iter_batches,
 )
 from samsa.records.compression import XERIAL_MAGIC
+from samsa.records.legacy import parse_message
 
 from .legacy_data import entry, message, message_set, wrapper
 
@@ -117,7 +118,7 @@ def test_malformed_wrappers() -> None:
         records_of(wrapper(1, 1, gzip.compress(double), 0))
     with pytest.raises(CorruptRecordError, match="not allowed"):
         records_of(wrapper(1, 4, b"zstd is v2 only", 0))
-    with pytest.raises(CorruptRecordError, match="claims 24 bytes"):
+    with pytest.raises(CorruptRecordError, match="claims 24 bytes, 21 left$"):
         records_of(wrapper(1, 1, gzip.compress(message_set(1, INNER)[:-3]), 2))
     with pytest.raises(CorruptRecordError, match="offset 5"):
         records_of(entry(5, message(1, b"k", b"v")[:-1] + b"\x00\x00"))  # value length lies
@@ -147,3 +148,96 @@ def test_kafka_python_legacy_builder(magic: int, codec: int) -> None:
         assert [r[1] for r in got] == [ts for *_, ts in INNER]
     batches = list(MemoryRecords(buf))
     assert all(b.compression == Compression(codec) for b in batches)
+
+
+# --- exact answers at the boundaries of the layout ----------------------------------------------
+
+
+def test_the_smallest_messages_parse() -> None:
+    """RECORD_OVERHEAD_V0/V1: null key and value; empty ones are as long."""
+    for magic, size in ((0, 14), (1, 22)):
+        for key, value in ((None, None), (b"", b"")):
+            msg = message(magic, key, value, 0, TS)
+            assert len(msg) == size
+            parsed = parse_message(msg, 0, 7, size)
+            assert (parsed.offset, parsed.magic, parsed.key, parsed.value, parsed.crc_valid) == (
+                7, magic, key, value, True)
+
+
+def v0_body(*fields: int | bytes) -> bytes:
+    """A v0 message (any CRC) made of key/value length fields (int) and bytes."""
+    return bytes(6) + b"".join(struct.pack(">i", f) if isinstance(f, int) else f for f in fields)
+
+
+@pytest.mark.parametrize(("buf", "size", "match"), [
+    (bytes(20), 13, "message size 13 is impossible here"),
+    (message(0, None, None)[:-1], 14, "message size 14 is impossible here"),
+    (message(1, None, None), 21, "v1 message size 21 is below the minimum 22"),
+    (bytes(4) + b"\x02" + bytes(9), 14, "magic 2 is not a legacy message format"),
+    (v0_body(4, b"abcd") + bytes(8), 14, "value length is truncated"),
+    (v0_body(-2, -1), 14, "key length -2 does not fit the message"),
+    (v0_body(100, -1), 14, "key length 100 does not fit the message"),
+    (v0_body(-1, 100), 14, "value length 100 does not fit the message"),
+    (message(0, b"k", b"v") + b"xyz", 19, "3 bytes follow the value inside the message"),
+], ids=["size-13", "size-beyond", "v1-size-21", "magic-2", "value-length-truncated",
+        "key-length-negative", "key-length-beyond", "value-length-beyond", "bytes-after-value"])
+def test_malformed_messages_say_what_is_wrong(buf: bytes, size: int, match: str) -> None:
+    with pytest.raises(ValueError, match=f"^{match}$"):
+        parse_message(buf, 0, 0, size)
+
+
+def test_a_batch_reads_from_the_start_and_checks_inner_crcs_by_default() -> None:
+    first = LegacyRecordBatch(message_set(1, INNER))  # pos 0: the first of three entries
+    assert [(r.offset, r.value) for r in first] == [(0, b"v1")]
+    inner = bytearray(message_set(1, INNER))
+    inner[-5] ^= 1
+    batch = LegacyRecordBatch(wrapper(1, 1, gzip.compress(bytes(inner)), 2))
+    with pytest.raises(CorruptRecordError, match="CRC-32 mismatch"):
+        batch.records()
+
+
+ONE = message_set(0, [(b"k", b"v", 0)])
+
+
+@pytest.mark.parametrize(("buf", "pos", "match"), [
+    (bytes(20), 10, r"legacy log entry at byte 10: fewer than 12 bytes"),
+    (struct.pack(">qi", 4, 14), 0,
+     r"message at offset 4 \(byte 0\): size 14 is below the minimum or beyond the buffer"),
+    (struct.pack(">qi", 4, 10) + bytes(10), 0,
+     r"message at offset 4 \(byte 0\): size 10 is below the minimum or beyond the buffer"),
+    (ONE + struct.pack(">qi", 5, 30) + bytes(20), len(ONE),
+     (rf"message at offset 5 \(byte {len(ONE)}\): size 30 is below the minimum or beyond the "
+     r"buffer")),
+], ids=["fewer-than-12", "only-12", "size-10", "size-beyond"])
+def test_bad_log_entries_say_where(buf: bytes, pos: int, match: str) -> None:
+    with pytest.raises(CorruptRecordError, match=f": {match}$"):
+        LegacyRecordBatch(buf, pos)
+
+
+OK_INNER = entry(0, message(1, b"k", b"v", 0, TS))
+
+
+@pytest.mark.parametrize(("buf", "match"), [
+    (entry(3, message(1, None, None, 1, TS)),
+     "message at offset 3: compressed wrapper message has a null value"),
+    (wrapper(1, 1, gzip.compress(b""), 0), "message at offset 0: compressed wrapper message holds no inner messages"),
+    (wrapper(1, 1, gzip.compress(OK_INNER + bytes(5)), 0),
+     f"message at offset 0: inner message at byte {len(OK_INNER)} is truncated"),
+    # exactly a log overhead left: its size is read, and checked by the message parser
+    (wrapper(1, 1, gzip.compress(OK_INNER + struct.pack(">qi", 1, 0)), 0),
+     "message at offset 0: message size 0 is impossible here"),
+], ids=["null-value", "empty", "truncated-inner", "overhead-only-inner"])
+def test_bad_wrappers_say_what_is_wrong(buf: bytes, match: str) -> None:
+    with pytest.raises(CorruptRecordError, match=f": {match}$"):
+        LegacyRecordBatch(buf).records()
+
+
+@pytest.mark.parametrize("log_append_time", [False, True])
+def test_inner_records_have_no_headers(log_append_time: bool) -> None:
+    buf = wrapper(1, 1, gzip.compress(message_set(1, INNER)), 2, TS, log_append_time)
+    assert [r.headers for r in LegacyRecordBatch(buf)] == [[], [], []]
+
+
+def test_repr_names_offset_magic_codec_and_size() -> None:
+    buf = wrapper(1, 1 | 0x08, gzip.compress(message_set(1, INNER)), 2)  # LogAppendTime bit too
+    assert repr(LegacyRecordBatch(buf)) == f"LegacyRecordBatch(offset=2, magic=1, compression=1, size={len(buf)})"
