@@ -122,10 +122,10 @@ def compress(codec: Compression, data: bytes | bytearray | memoryview, level: in
     if codec == Compression.LZ4:
         assert level is not None
         return _lz4_compress(data, level)
-    if codec == Compression.ZSTD:
-        assert level is not None
-        return _zstd_compressor(level).compress(data)
-    raise ValueError(f"unknown compression codec {codec!r}")
+    # validate_level() raised for anything but a Compression member: ZSTD is what is left.
+    assert codec == Compression.ZSTD
+    assert level is not None
+    return _zstd_compressor(level).compress(data)
 
 
 def decompress(codec: Compression, data: bytes | bytearray | memoryview) -> bytes:
@@ -240,7 +240,12 @@ def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[b
         raise ValueError("lz4 payload does not start with the LZ4 frame magic")
     flg = view[4]
     bd = view[5]
-    if (flg & 0xF0) != 0x60 or (flg & 0x05) or (bd >> 4) & 7 not in _LZ4_MAX_BLOCK:
+    # Reserved bits must be 0 and the block size code 4..7 (Java's Lz4BlockInputStream FLG/BD
+    # validate(), the LZ4 frame format); lz4.frame rejects such frames too.
+    if flg & 0x02 or bd & 0x8F or (bd >> 4) not in _LZ4_MAX_BLOCK:
+        raise ValueError(f"lz4 frame descriptor FLG {flg:#04x} BD {bd:#04x} is invalid")
+    # Ours: version 01, independent blocks, no block/content checksum, no dictionary.
+    if (flg & 0xF5) != 0x60:
         return None
     pos = 6 + (8 if flg & 0x08 else 0)
     if end <= pos:
@@ -248,7 +253,7 @@ def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[b
     if view[pos] != _lz4_header_checksum(bytes(view[4:pos])):
         raise ValueError("lz4 frame header checksum mismatch")
     pos += 1
-    max_block = _LZ4_MAX_BLOCK[(bd >> 4) & 7]
+    max_block = _LZ4_MAX_BLOCK[bd >> 4]
     blocks = []
     unpack = _U32LE.unpack_from
     while True:

@@ -12,7 +12,7 @@ import struct
 from typing import NamedTuple
 
 from samsa.errors import CorruptRecordError
-from samsa.records.batch_header import NO_PARTITION_LEADER_EPOCH, Compression
+from samsa.records.batch_header import NO_PARTITION_LEADER_EPOCH
 from samsa.records.builder import RecordBatchBuilder
 
 __all__ = [
@@ -92,8 +92,7 @@ def build_control_batch(
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
 ) -> bytes:
     """One transaction-marker batch (attributes 0x30, one record, base sequence -1)."""
-    builder = RecordBatchBuilder(
-        compression=Compression.NONE,
+    builder = RecordBatchBuilder(  # uncompressed, the builder's default
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         is_transactional=True,

@@ -1,17 +1,22 @@
 import gzip
 import os
 import struct
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import cramjam
 import lz4.frame
 import pytest
+import xxhash
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samsa.records import Compression
+from samsa.records import Compression, compression
 from samsa.records.compression import (
     LZ4_FRAME_HEADER,
+    LZ4_FRAME_MAGIC,
     XERIAL_MAGIC,
     compress,
     decompress,
@@ -21,6 +26,9 @@ from samsa.records.compression import (
     validate_level,
     xxh32,
 )
+from samsa.records.scratch import scratch_buffer
+
+T = TypeVar("T")
 
 PAYLOADS = [b"", b"a", os.urandom(1000), b"kafka " * 50_000, os.urandom(70_000) + b"z" * 200_000]
 
@@ -165,3 +173,187 @@ def test_decompress_scratch_lz4_frames_of_other_writers_and_bad_blocks() -> None
         decompress_scratch(Compression.LZ4, broken)
     with pytest.raises(ValueError, match="truncated"):
         decompress_scratch(Compression.LZ4, good[:-4])
+
+
+def in_a_new_thread(fn: Callable[[], T]) -> T:
+    """fn's result in a thread that has used none of the per-thread caches yet."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn).result()
+
+
+def test_xxh32_matches_the_reference_implementation() -> None:
+    # Every length up to 64 covers the 16-byte stripes, the 4-byte words and the tail bytes.
+    data = bytes(range(7, 7 + 64 * 3, 3))
+    for n in range(len(data) + 1):
+        assert xxh32(data[:n]) == xxhash.xxh32_intdigest(data[:n]), n
+    assert xxh32(data, seed=12345) == xxhash.xxh32_intdigest(data, seed=12345)
+
+
+def _lz4_frame(descriptor: bytes, body: bytes) -> bytes:
+    """magic, descriptor, its header checksum (by the xxhash reference), then ``body``."""
+    return LZ4_FRAME_MAGIC + descriptor + bytes([(xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF]) + body
+
+
+_LZ4_DATA = b"kafka " * 100
+_LZ4_BODY = compress(Compression.LZ4, _LZ4_DATA)[7:]  # blocks and end mark
+_END_MARK = b"\x00\x00\x00\x00"
+
+
+def test_lz4_header_checksums_are_computed_when_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compression, "_lz4_hc_cache", {})
+    for descriptor in (b"\x60\x40", b"\x60\x70", b"\x68\x40" + struct.pack("<Q", len(_LZ4_DATA))):
+        assert decompress(Compression.LZ4, _lz4_frame(descriptor, _LZ4_BODY)) == _LZ4_DATA
+    assert compression._lz4_hc_cache[b"\x60\x40"] == 0x82
+
+
+def test_lz4_frames_with_a_dictionary_id_are_left_to_lz4_frame() -> None:
+    frame = _lz4_frame(b"\x61\x40" + struct.pack("<I", 7), _LZ4_BODY)  # FLG bit 0: DictID
+    assert decompress(Compression.LZ4, frame) == _LZ4_DATA
+    buffer, length = decompress_scratch(Compression.LZ4, frame)
+    assert bytes(buffer[:length]) == _LZ4_DATA
+
+
+_RAW = 0x80000000
+MALFORMED_LZ4 = {
+    "no magic": (b"\x00" * 20, r"^lz4 payload does not start with the LZ4 frame magic$"),
+    "6 bytes": (LZ4_FRAME_HEADER[:6], r"^lz4 payload does not start with the LZ4 frame magic$"),
+    "header only": (LZ4_FRAME_HEADER, r"^lz4 frame is truncated \(no end mark\)$"),
+    "no HC after content size": (LZ4_FRAME_MAGIC + b"\x68\x40" + bytes(8), r"^lz4 frame descriptor is truncated$"),
+    "bad HC": (LZ4_FRAME_MAGIC + b"\x60\x40\x1a" + _END_MARK, r"^lz4 frame header checksum mismatch$"),
+    "FLG reserved bit": (_lz4_frame(b"\x62\x40", _LZ4_BODY), r"^lz4 frame descriptor FLG 0x62 BD 0x40 is invalid$"),
+    "BD bit 7": (_lz4_frame(b"\x60\xc0", _LZ4_BODY), r"^lz4 frame descriptor FLG 0x60 BD 0xc0 is invalid$"),
+    "BD bit 0": (_lz4_frame(b"\x60\x41", _LZ4_BODY), r"^lz4 frame descriptor FLG 0x60 BD 0x41 is invalid$"),
+    "BD bit 3": (_lz4_frame(b"\x60\x48", _LZ4_BODY), r"^lz4 frame descriptor FLG 0x60 BD 0x48 is invalid$"),
+    "block size code 3": (_lz4_frame(b"\x60\x30", _LZ4_BODY), r"^lz4 frame descriptor FLG 0x60 BD 0x30 is invalid$"),
+    "block over 64 KiB": (LZ4_FRAME_HEADER + struct.pack("<I", 65537 | _RAW) + bytes(65537) + _END_MARK,
+                          r"^lz4 block of 65537 bytes overruns the frame$"),
+    "block past the end": (LZ4_FRAME_HEADER + struct.pack("<I", 100) + bytes(10),
+                           r"^lz4 block of 100 bytes overruns the frame$"),
+    "bytes after the end mark": (LZ4_FRAME_HEADER + _LZ4_BODY + b"xy", r"^2 bytes follow the lz4 frame$"),
+}
+
+
+@pytest.mark.parametrize(("frame", "message"), MALFORMED_LZ4.values(), ids=MALFORMED_LZ4.keys())
+def test_malformed_lz4_frames_are_rejected_with_the_reason(frame: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        decompress(Compression.LZ4, frame)
+    with pytest.raises(ValueError, match=message):
+        decompress_scratch(Compression.LZ4, frame)
+
+
+def test_lz4_frame_of_two_blocks() -> None:
+    payload = os.urandom(1000) * 100  # 100 kB: two 64 KiB blocks
+    assert decompress(Compression.LZ4, compress(Compression.LZ4, payload)) == payload
+
+
+# One 64 KiB block of text whose compressed size differs between lz4's compressors and levels.
+_TEXT = b" ".join(b"%d" % (i * i) for i in range(20_000))[:60_000]
+
+
+@pytest.mark.parametrize("level", [None, 9, 1, 4, 12, 17])
+def test_lz4_default_level_uses_the_fast_compressor_any_other_high_compression(level: int | None) -> None:
+    # Kafka's Lz4BlockOutputStream: lz4-java's fastCompressor at the default level, else
+    # highCompressor(level); lz4's high compression levels end at 12 (LZ4HC_CLEVEL_MAX).
+    if level in (None, 9):
+        block = lz4.block.compress(_TEXT, store_size=False)
+    else:
+        assert level is not None
+        block = lz4.block.compress(_TEXT, mode="high_compression", compression=min(level, 12), store_size=False)
+    expected = LZ4_FRAME_HEADER + struct.pack("<I", len(block)) + block + _END_MARK
+    assert compress(Compression.LZ4, _TEXT, level) == expected
+
+
+@pytest.mark.parametrize("level", [None, 12])
+def test_lz4_block_that_does_not_shrink_is_stored_raw(level: int | None) -> None:
+    chunk = b"aaaaa" + bytes.fromhex("38b4e652e44da7f2")  # lz4 compresses these 13 bytes to 13
+    assert len(lz4.block.compress(chunk, store_size=False)) == len(chunk)
+    frame = compress(Compression.LZ4, chunk, level)
+    # Java's Lz4BlockOutputStream too stores a block raw unless it got smaller.
+    assert frame == LZ4_FRAME_HEADER + struct.pack("<I", len(chunk) | _RAW) + chunk + _END_MARK
+    assert decompress(Compression.LZ4, frame) == chunk
+
+
+_XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+MALFORMED_XERIAL = {
+    "short header": (XERIAL_MAGIC + b"\x00\x00", r"^xerial snappy header is truncated$"),
+    "short length": (_XERIAL_HEADER + b"\x00\x00", r"^xerial snappy block length is truncated$"),
+    "negative length": (_XERIAL_HEADER + struct.pack(">i", -1), r"^xerial snappy block of -1 bytes overruns the payload$"),
+    # an empty block is not raw snappy (that takes at least its length varint)
+    "empty block": (_XERIAL_HEADER + struct.pack(">i", 0), r"^snappy decompression failed: "),
+}
+
+
+@pytest.mark.parametrize(("payload", "message"), MALFORMED_XERIAL.values(), ids=MALFORMED_XERIAL.keys())
+def test_malformed_xerial_snappy_is_rejected_with_the_reason(payload: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        decompress(Compression.SNAPPY, payload)
+
+
+def test_xerial_snappy_of_no_blocks_is_empty() -> None:
+    assert decompress(Compression.SNAPPY, _XERIAL_HEADER) == b""
+
+
+def test_truncated_gzip_and_unknown_codecs_are_named() -> None:
+    with pytest.raises(ValueError, match=r"^gzip stream is truncated$"):
+        decompress(Compression.GZIP, gzip.compress(b"abc" * 1000)[:-5])
+    with pytest.raises(ValueError, match=r"^unknown compression codec id 7$"):
+        decompress(7, b"")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="7 is not a valid Compression"):
+        compress(7, b"x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("codec", "level", "message"), [
+    (Compression.GZIP, 0, r"^gzip compression level must be in \[1, 9\] or -1, got 0$"),
+    (Compression.LZ4, 18, r"^lz4 compression level must be in \[1, 17\], got 18$"),
+    (Compression.ZSTD, 23, r"^zstd compression level must be in \[-131072, 22\], got 23$"),
+    (Compression.SNAPPY, 3, r"^snappy has no compression level \(got 3\)$"),
+    (Compression.NONE, 1, r"^none has no compression level \(got 1\)$"),
+])
+def test_rejected_levels_name_codec_range_and_level(codec: Compression, level: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate_level(codec, level)
+
+
+def test_zstd_in_a_thread_that_has_not_used_it_yet() -> None:
+    data = b"abcdefgh" * 10_000
+
+    def roundtrip() -> tuple[bytes, bytes, bytes]:
+        first = compress(Compression.ZSTD, data, 19)
+        again = compress(Compression.ZSTD, data, 19)  # the thread's cached context
+        return first, again, decompress(Compression.ZSTD, first)
+
+    first, again, back = in_a_new_thread(roundtrip)
+    assert first == again == zstandard.ZstdCompressor(level=19).compress(data)
+    assert back == data
+
+
+def test_decompress_scratch_lz4_fills_the_threads_scratch_buffer() -> None:
+    payload = b"0123456789abcdef" * (3 * 65536)  # 3 MiB, 48 blocks: more than a new buffer's 1 MiB
+    frame = compress(Compression.LZ4, payload)
+
+    def look() -> tuple[bool, bytes]:
+        buffer, length = decompress_scratch(Compression.LZ4, frame)
+        return buffer is scratch_buffer(1), bytes(buffer[:length])
+
+    is_scratch, out = in_a_new_thread(look)
+    assert is_scratch and out == payload
+
+
+def test_lz4_fix_broken_header_checksum_rejects_what_is_not_an_lz4_frame() -> None:
+    with pytest.raises(ValueError, match=r"^not an LZ4 frame$"):
+        lz4_fix_broken_header_checksum(b"\x00" * 20)
+    with pytest.raises(ValueError, match=r"^not an LZ4 frame$"):
+        lz4_fix_broken_header_checksum(LZ4_FRAME_HEADER[:6])
+    with pytest.raises(ValueError, match=r"^LZ4 frame descriptor is truncated$"):
+        lz4_fix_broken_header_checksum(LZ4_FRAME_MAGIC + b"\x68\x40" + bytes(8))  # no HC byte
+    assert lz4_fix_broken_header_checksum(LZ4_FRAME_MAGIC + b"\x60\x40\x1a") == LZ4_FRAME_HEADER
+
+
+@pytest.mark.parametrize("descriptor", [
+    b"\x68\x40" + struct.pack("<Q", 600),  # content size
+    b"\x61\x40" + struct.pack("<I", 7),  # dictionary id
+    b"\x69\x40" + struct.pack("<QI", 600, 7),  # both
+], ids=["content size", "dict id", "both"])
+def test_lz4_fix_broken_header_checksum_finds_the_hc_byte(descriptor: bytes) -> None:
+    broken = LZ4_FRAME_MAGIC + descriptor + b"\x00" + _LZ4_BODY
+    assert lz4_fix_broken_header_checksum(broken) == _lz4_frame(descriptor, _LZ4_BODY)

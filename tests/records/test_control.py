@@ -51,3 +51,25 @@ def test_parse_control_record_edge_cases() -> None:
         parse_control_record(None, None)
     with pytest.raises(CorruptRecordError):
         parse_control_record(struct.pack(">hh", 0, 1), b"\x00")
+
+
+def test_marker_batch_defaults_and_timestamp() -> None:
+    buf = build_control_batch(ControlRecordType.ABORT, 5, 1, 3, timestamp_ms=1_700_000_000_123)
+    h = validate_batch(buf)
+    assert (h.base_offset, h.partition_leader_epoch) == (0, -1)
+    assert h.base_timestamp == h.max_timestamp == 1_700_000_000_123
+    (record,) = next(iter_batches(buf))
+    assert (record.offset, record.timestamp) == (0, 1_700_000_000_123)
+    epoch = validate_batch(build_control_batch(ControlRecordType.COMMIT, 5, 1, 3, 0, partition_leader_epoch=7))
+    assert epoch.partition_leader_epoch == 7
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    (None, None, r"\): control record key is null, needs 4$"),
+    (b"\x00\x00\x01", None, r"\): control record key is 3 bytes, needs 4$"),
+    (struct.pack(">hh", 0, 1), b"\x00", r"\): transaction marker value is missing or shorter than 6 bytes$"),
+    (struct.pack(">hh", 0, 0), None, r"\): transaction marker value is missing or shorter than 6 bytes$"),
+], ids=["null key", "short key", "short marker", "no marker"])
+def test_corrupt_control_records_say_what_is_wrong(key: bytes | None, value: bytes | None, message: str) -> None:
+    with pytest.raises(CorruptRecordError, match=message):
+        parse_control_record(key, value)

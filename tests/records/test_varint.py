@@ -54,3 +54,16 @@ def test_small_table_matches_encoder() -> None:
     assert len(SMALL_VARINTS) == SMALL_VARINT_LIMIT
     for n in (0, 1, 63, 64, 8191, 8192, SMALL_VARINT_LIMIT - 1):
         assert SMALL_VARINTS[n] == encode_varint(n)
+
+
+def test_errors_name_the_value_and_the_limit() -> None:
+    with pytest.raises(ValueError, match=r"^varint out of int32 range: 2147483648$"):
+        encode_varint(2**31)
+    with pytest.raises(ValueError, match=r"^varlong out of int64 range: -9223372036854775809$"):
+        encode_varlong(-(2**63) - 1)
+    with pytest.raises(ValueError, match=r"^varint longer than 5 bytes$"):
+        decode_varint(b"\x80" * 5 + b"\x01")
+    # ten bytes hold any int64; an eleventh is corrupt even if its value would fit
+    assert decode_varlong(b"\xff" * 9 + b"\x01") == (-(2**63), 10)
+    with pytest.raises(ValueError, match=r"^varint longer than 10 bytes$"):
+        decode_varlong(b"\x80" * 10 + b"\x00")
