@@ -91,7 +91,6 @@ def iter_records(
     Lazy on purpose: records handed out one at a time are freed one at a time, which keeps a
     large batch from filling memory with objects the garbage collector then has to scan.
     """
-    index = 0
     new = _new_record
     record_cls = Record
     end = len(data)

@@ -1,6 +1,8 @@
 """Reading v2 batches: the worked example, corruption and truncation."""
 
+import re
 import struct
+from collections.abc import Sequence
 
 import pytest
 from crc32c import crc32c
@@ -13,8 +15,10 @@ from samsa.records import (
     RecordBatch,
     RecordBatchBuilder,
     TimestampType,
+    decode_records,
     iter_batches,
 )
+from samsa.records.batch import iter_records
 
 from .strategies import BASE_TS
 
@@ -133,3 +137,137 @@ def test_reader_accepts_memoryview_and_bytearray_and_caches() -> None:
     assert bytes(batch.raw()) == buf[: batch.size]
     assert len(batch) == 4 and batch.is_valid()
     assert "SNAPPY" in repr(batch)
+
+
+# A plain reference for DefaultRecord (Kafka's DefaultRecord.writeTo): zigzag varints written 7
+# bits at a time, with no fast paths, so the decoder's inline one- and two-byte varints are
+# checked at their boundaries (63/64 and 8191/8192 zigzag to one, two and three bytes).
+def zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes((n,)))
+
+
+def record_body(ts_delta: int, offset_delta: int, key: bytes | None, value: bytes | None,
+                headers: Sequence[tuple[str, bytes | None]] = ()) -> bytes:
+    def blob(b: bytes | None) -> bytes:
+        return zigzag(-1) if b is None else zigzag(len(b)) + b
+
+    body = b"\x00" + zigzag(ts_delta) + zigzag(offset_delta) + blob(key) + blob(value)
+    body += zigzag(len(headers)) + b"".join(zigzag(len(k.encode())) + k.encode() + blob(v) for k, v in headers)
+    return body
+
+
+def framed(body: bytes) -> bytes:
+    return zigzag(len(body)) + body
+
+
+def value_for_record_length(length: int) -> bytes:
+    """A value that makes a keyless, headerless record exactly ``length`` bytes long."""
+    for size in range(length, -1, -1):
+        if len(record_body(0, 0, None, bytes(size))) == length:
+            return bytes(size)
+    raise AssertionError(length)
+
+
+BOUNDARY_LENGTHS = [0, 1, 63, 64, 8191, 8192]
+BOUNDARY_DELTAS = [-8193, -8192, -65, -64, -1, 0, 1, 63, 64, 8191, 8192, 2**31 - 1, -(2**31) + 1]  # int32 both ways
+
+
+def test_decoder_matches_the_reference_layout_at_varint_boundaries() -> None:
+    fields = (
+        [(d, -d, b"k", b"v", []) for d in BOUNDARY_DELTAS]  # timestamp and offset deltas
+        + [(0, 0, b"\x01" * n, None, []) for n in BOUNDARY_LENGTHS]
+        + [(0, 0, None, b"\x02" * n, []) for n in BOUNDARY_LENGTHS]
+        + [(0, 0, None, value_for_record_length(n), []) for n in (6, 63, 64, 8191, 8192)]
+        + [(0, 0, None, None, [("h" * n, b"x" * n), ("n", None)]) for n in BOUNDARY_LENGTHS]
+    )
+    data = b"".join(framed(record_body(*f)) for f in fields)
+    record_lengths = {len(record_body(*f)) for f in fields}
+    assert {6, 63, 64, 8191, 8192} <= record_lengths
+    expected = [(1000 + od, BASE_TS + ts, k, v, h) for ts, od, k, v, h in fields]
+    got = list(iter_records(data, len(fields), 1000, BASE_TS, TimestampType.CREATE_TIME, -1))
+    assert [tuple(r[:5]) for r in got] == expected
+    assert decode_records(data, len(fields), 1000, BASE_TS, TimestampType.CREATE_TIME, -1) == got
+    # LogAppendTime: every record reports the batch's MaxTimestamp.
+    two = b"".join(framed(record_body(*f)) for f in fields[:2])
+    lat = list(iter_records(two, 2, 0, BASE_TS, TimestampType.LOG_APPEND_TIME, 42))
+    assert [(r.timestamp, r.timestamp_type) for r in lat] == [(42, TimestampType.LOG_APPEND_TIME)] * 2
+    assert decode_records(two, 2, 0, BASE_TS, TimestampType.LOG_APPEND_TIME, 42) == lat
+
+
+def test_header_keys_decode_like_java_strings_and_counts_may_be_non_minimal() -> None:
+    # Utils.utf8 (new String(bytes, UTF_8)) replaces malformed input instead of failing, and
+    # ByteUtils.readVarint accepts a zero written in two bytes.
+    body = b"\x00\x00\x00\x01\x01" + zigzag(1) + zigzag(2) + b"\xffA" + zigzag(1) + b"x"
+    (record,) = iter_records(framed(body), 1, 0, BASE_TS, TimestampType.CREATE_TIME, -1)
+    assert record.headers == [("\ufffdA", b"x")]
+    body = b"\x00\x00\x00\x01\x01" + b"\x80\x00"
+    (record,) = iter_records(framed(body), 1, 0, BASE_TS, TimestampType.CREATE_TIME, -1)
+    assert record.headers == []
+
+
+NULLS = b"\x00\x00\x00\x01\x01"  # attributes, deltas 0, key and value null
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # Record length (DefaultRecord.readFrom: sizeOfBodyInBytes), one and two varint bytes.
+        (zigzag(-1) + NULLS + b"\x00", "record 0: record length -1 at byte 1 does not fit the batch"),
+        (zigzag(-7) + NULLS + b"\x00" * 8, "record 0: record length -7 at byte 1 does not fit the batch"),
+        (zigzag(-100) + NULLS + b"\x00" * 200, "record 0: record length -100 at byte 2 does not fit the batch"),
+        (zigzag(1) + NULLS + b"\x00", "record 0: record length 1 at byte 1 does not fit the batch"),
+        (zigzag(7) + NULLS + b"\x00", "record 0: record length 7 at byte 1 does not fit the batch"),
+        # Key and value lengths below -1 (-1 is null).
+        (framed(b"\x00\x00\x00" + zigzag(-2) + bytes(9)), "record 0: key length -2"),
+        (framed(b"\x00\x00\x00" + zigzag(-3) + bytes(9)), "record 0: key length -3"),
+        (framed(b"\x00\x00\x00" + zigzag(-100) + bytes(9)), "record 0: key length -100"),
+        (framed(b"\x00\x00\x00\x01" + zigzag(-2) + bytes(9)), "record 0: value length -2"),
+        (framed(b"\x00\x00\x00\x01" + zigzag(-3) + bytes(9)), "record 0: value length -3"),
+        (framed(b"\x00\x00\x00\x01" + zigzag(-100) + bytes(9)), "record 0: value length -100"),
+        (framed(b"\x00\x00\x00\x01" + zigzag(-9000) + bytes(9)), "record 0: value length -9000"),
+        # Headers (DefaultRecord.readHeaders).
+        (framed(NULLS + zigzag(-1)), "record 0: negative header count -1"),
+        (framed(NULLS + zigzag(1) + zigzag(-1) + bytes(3)),
+         "record 0: header key length -1 (header keys cannot be null)"),
+        (framed(NULLS + zigzag(1) + zigzag(1) + b"h" + zigzag(-2)), "record 0: header value length -2"),
+        # The declared length against what the fields take, both ways.
+        (zigzag(7) + NULLS + b"\x00\x00", "record 0: record declared 7 bytes but its fields take 6"),
+        (zigzag(6) + b"\x00\x00\x00" + zigzag(1) + b"k\x01\x00", "record 0: record declared 6 bytes but its fields take 7"),
+        (framed(NULLS + b"\x00") + framed(NULLS + b"\x00") + b"\x00\x00\x00", "3 bytes remain after the declared 2 records"),
+        (framed(NULLS + b"\x00"), "records end early, 1 of 2 decoded"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_structural_errors_say_what_is_wrong(data: bytes, message: str) -> None:
+    with pytest.raises(CorruptRecordError, match=re.escape(f"batch at offset 5: {message}") + "$"):
+        list(iter_records(data, 2, 5, BASE_TS, TimestampType.CREATE_TIME, -1))
+
+
+def test_batch_inside_a_larger_buffer() -> None:
+    first, second = build(2), build(3, base_offset=2)
+    batch = RecordBatch(first + second, len(first))  # header read at pos
+    assert [r.offset for r in batch] == [2, 3, 4]
+    with pytest.raises(CorruptRecordError, match=(
+            rf"batch at offset 2 \(byte {len(first)}\): truncated, claims {len(second)} bytes "
+            rf"but only {len(second) - 1} are present$")):
+        RecordBatch(first + second[:-1], len(first))
+
+
+def test_records_section_is_decompressed_once() -> None:
+    for codec in (Compression.NONE, Compression.GZIP):
+        batch = RecordBatch(build(3, codec))
+        assert batch.records_section() is batch.records_section()
+
+
+def test_control_batch_without_records_is_corrupt() -> None:
+    tail = struct.pack(">hiqqqhii", 0x20, 0, BASE_TS, BASE_TS, 7, 0, -1, 0)
+    buf = struct.pack(">qiibI", 31, len(tail) + 9, 0, 2, crc32c(tail)) + tail
+    batch = RecordBatch(buf)
+    batch.ensure_valid()
+    with pytest.raises(CorruptRecordError, match="control batch at offset 31 has no record$"):
+        batch.control_marker()
