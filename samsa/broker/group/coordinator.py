@@ -90,6 +90,8 @@ log = logging.getLogger(__name__)
 NONE = 0
 UNKNOWN_MEMBER_ID = ""
 EMPTY_ASSIGNMENT = b""
+# Kafka answers failed coordinator writes with COORDINATOR_NOT_AVAILABLE (retriable).
+STORE_ERROR = CoordinatorNotAvailableError.code
 
 # Broker settings this module reads, with Kafka's defaults.
 GROUP_DEFAULTS: dict[str, int] = {
@@ -374,14 +376,14 @@ class GroupCoordinator:
                 # member id and hand back the current generation.
                 try:
                     self._store_group(group)
-                except KafkaError as exc:
+                except KafkaError:
                     member.join_callback = None
                     member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = saved
                     group.replace_static_member(req.group_instance_id, new_id, old_id)
                     self._cancel_heartbeat(group, new_id)
                     self._schedule_heartbeat(group, member)
                     self._outbox.append(self._reply(callback, JoinResult(
-                        _store_error(exc), UNKNOWN_MEMBER_ID, group.generation_id,
+                        STORE_ERROR, UNKNOWN_MEMBER_ID, group.generation_id,
                         group.protocol_type, group.protocol_name, group.leader_id or "")))
                     return
                 is_leader = group.is_leader(new_id)
@@ -568,8 +570,8 @@ class GroupCoordinator:
             member.assignment = assignments.get(member.member_id, EMPTY_ASSIGNMENT)
         try:
             self._store_group(group)
-        except KafkaError as exc:
-            self._reset_and_propagate_assignment(group, _store_error(exc))
+        except KafkaError:
+            self._reset_and_propagate_assignment(group, STORE_ERROR)
             self._maybe_prepare_rebalance(group, "storing the assignment failed")
             return
         self._propagate_assignment(group, NONE)
@@ -590,8 +592,7 @@ class GroupCoordinator:
                 return exc.code
             if generation_id != group.generation_id:
                 return IllegalGenerationError.code
-            if group.is_in(GroupState.EMPTY):
-                return UnknownMemberIdError.code
+            # (An Empty group has no members: validate_member answered UNKNOWN_MEMBER_ID.)
             self._schedule_heartbeat(group, group.members[member_id])
             if group.is_in(GroupState.PREPARING_REBALANCE):
                 return RebalanceInProgressError.code
@@ -614,9 +615,9 @@ class GroupCoordinator:
 
     def _remove_member_and_rebalance(self, group: ClassicGroup, member: Member,
                                      reason: str) -> None:
-        # A parked join of a removed member is answered so that the client joins afresh.
+        # A parked join of a removed member is answered so that the client joins afresh.  (A
+        # parked sync counts as a heartbeat, so an expiring member has none.)
         self._complete_join(member, JoinResult(UnknownMemberIdError.code, UNKNOWN_MEMBER_ID))
-        self._complete_sync(member, SyncResult(UnknownMemberIdError.code))
         group.remove(member.member_id)
         if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, f"{member.member_id}: {reason}")
@@ -636,11 +637,10 @@ class GroupCoordinator:
             left: list[str] = []
             for member_id, instance_id in members:
                 errors.append(self._leave_one(group, member_id, instance_id, left))
-            if left:
-                if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-                    self._maybe_prepare_rebalance(group, f"{', '.join(left)} left the group")
-                elif group.is_in(GroupState.PREPARING_REBALANCE):
-                    self._maybe_complete_join(group)
+            if left and group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                self._maybe_prepare_rebalance(group, f"{', '.join(left)} left the group")
+            elif group.is_in(GroupState.PREPARING_REBALANCE):
+                self._maybe_complete_join(group)
             return NONE, errors
 
     def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None,
@@ -652,9 +652,10 @@ class GroupCoordinator:
                 return UnknownMemberIdError.code
             member_id = existing
         elif member_id in group.pending_members:
+            # Not a member yet: no rebalance (GroupCoordinator.removePendingMemberAndUpdateGroup),
+            # but a rebalance may have been waiting for it.
             group.remove(member_id)
             self._cancel_heartbeat(group, member_id)
-            left.append(member_id)
             return NONE
         else:
             try:
@@ -684,8 +685,8 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if group is None:  # a standalone consumer's commit creates a "simple" group
                 group = self.groups[group_id] = ClassicGroup(group_id)
-            member = group.members.get(member_id)
-            if member is not None and generation_id >= 0:
+            member = group.members.get(member_id)  # (then its generation was checked)
+            if member is not None:
                 self._schedule_heartbeat(group, member)  # a commit proves the member alive
             limit = self.settings["offset.metadata.max.bytes"]
             now = _now_ms()
@@ -710,9 +711,8 @@ class GroupCoordinator:
                                               o.commit_timestamp_ms)))
                     for (topic, partition), o in accepted.items()])
             except KafkaError as exc:
-                code = _store_error(exc)
                 log.warning("group %s: storing committed offsets failed: %s", group_id, exc)
-                return [code if e == NONE else e for e in errors]
+                return [STORE_ERROR if e == NONE else e for e in errors]
             group.offsets.update(accepted)
             return errors
 
@@ -757,9 +757,7 @@ class GroupCoordinator:
         wanted = {s.lower() for s in states} if states else None
         with self._locked():
             out = []
-            for group in self.groups.values():
-                if group.is_in(GroupState.DEAD):
-                    continue
+            for group in self.groups.values():  # a Dead group is removed at once
                 if wanted is not None and group.state.value.lower() not in wanted:
                     continue
                 out.append(GroupOverview(group.group_id, group.protocol_type or "",
@@ -792,11 +790,10 @@ class GroupCoordinator:
         tombstones.append((group_key(group_id), None))
         try:
             self.store.append(group_id, tombstones)
-        except KafkaError as exc:
-            return _store_error(exc)
+        except KafkaError:
+            return STORE_ERROR
         group.transition_to(GroupState.DEAD)
         del self.groups[group_id]
-        self.timer.cancel(("join", group_id))
         log.info("group %s deleted", group_id)
         return NONE
 
@@ -810,16 +807,18 @@ class GroupCoordinator:
             if not group_id:
                 return InvalidGroupIdError.code, {}
             group = self._group(group_id)
-            if group is None or group.is_in(GroupState.DEAD):
+            if group is None:
                 return GroupIdNotFoundError.code, {}
             errors: dict[tuple[str, int], int] = {}
             if group.is_in(GroupState.EMPTY):
                 eligible = list(partitions)
             elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-                topics = subscribed_topics(group) or set()
-                eligible = [tp for tp in partitions if tp[0] not in topics]
+                # GroupMetadata.isSubscribedToTopic: unknown subscriptions (no protocol chosen
+                # yet, unreadable metadata) count as subscribed to every topic, to be safe.
+                topics = subscribed_topics(group)
+                eligible = [tp for tp in partitions if topics is not None and tp[0] not in topics]
                 errors = {tp: GroupSubscribedToTopicError.code
-                          for tp in partitions if tp[0] in topics}
+                          for tp in partitions if topics is None or tp[0] in topics}
             else:
                 return NonEmptyGroupError.code, {}
             removed = [tp for tp in dict.fromkeys(eligible) if tp in group.offsets]
@@ -834,7 +833,7 @@ class GroupCoordinator:
                     self.store.append(group_id, tombstones)
                 except KafkaError as exc:
                     log.warning("group %s: deleting offsets failed: %s", group_id, exc)
-                    return _store_error(exc), {}
+                    return STORE_ERROR, {}
             for tp in removed:
                 del group.offsets[tp]
             if drop_group:  # GroupMetadataManager.cleanupGroupMetadata
@@ -946,11 +945,6 @@ class GroupCoordinator:
                                                            member.member_id))
                     self._complete_sync(member, SyncResult(CoordinatorNotAvailableError.code))
         self.timer.close()
-
-
-def _store_error(exc: KafkaError) -> int:
-    """Kafka answers failed coordinator writes with COORDINATOR_NOT_AVAILABLE (retriable)."""
-    return CoordinatorNotAvailableError.code
 
 
 def _log_exists(logs: LogManager) -> Callable[[str, int], bool]:

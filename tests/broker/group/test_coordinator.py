@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -492,3 +493,375 @@ def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
             plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
             assert plog.log_start_offset == ends[part], part
             assert len(keys[part]) == len(set(keys[part])) == live_records[part], part
+
+
+# -- static membership in depth (Kafka's GroupCoordinator.updateStaticMemberAndRebalance) --------
+
+
+def static_completing(h: Harness) -> tuple[Any, Any]:
+    """Static members node-a (the leader) and node-b joined generation 2, not yet synced."""
+    a = h.join(join_request(instance_id="node-a")).wait()
+    b = h.join(join_request(instance_id="node-b"))
+    a2 = h.join(join_request(member_id=a.member_id, instance_id="node-a")).wait()
+    b2 = b.wait()
+    assert (a2.generation_id, b2.generation_id, a2.leader) == (2, 2, a.member_id)
+    assert state(h) == GroupState.COMPLETING_REBALANCE
+    return a2, b2
+
+
+def static_stable(h: Harness) -> tuple[Any, Any]:
+    """static_completing, then both synced (node-a gets b"A", node-b gets b"B"): Stable."""
+    a, b = static_completing(h)
+    follower = h.sync(sync_request("g", 2, b.member_id, instance_id="node-b"))
+    leader = h.sync(sync_request("g", 2, a.member_id, {a.member_id: b"A", b.member_id: b"B"},
+                                 instance_id="node-a"))
+    assert (leader.wait().assignment, follower.wait().assignment) == (b"A", b"B")
+    assert state(h) == GroupState.STABLE
+    return a, b
+
+
+def hb_key(member_id: str, group: str = "g") -> tuple[str, str, str]:
+    return ("heartbeat", group, member_id)
+
+
+def test_static_restart_fences_the_old_instances_parked_join(harness: Harness) -> None:
+    a, b = static_stable(harness)
+    old = harness.join(join_request(member_id=a.member_id, instance_id="node-a"))  # the leader
+    assert state(harness) == GroupState.PREPARING_REBALANCE and not old.done
+    new = harness.join(join_request(instance_id="node-a"))
+    fenced = old.wait()
+    assert (fenced.error_code, fenced.member_id) == (FENCED_INSTANCE_ID, a.member_id)
+    assert not harness.coordinator.timer.is_scheduled(hb_key(a.member_id))
+    assert state(harness) == GroupState.PREPARING_REBALANCE and not new.done  # waits for node-b
+    harness.join(join_request(member_id=b.member_id, instance_id="node-b"))
+    result = new.wait()
+    assert (result.error_code, result.generation_id) == (0, 3)
+    assert result.member_id.startswith("node-a-") and result.member_id != a.member_id
+
+
+def test_static_restart_mid_rebalance_fences_the_parked_sync_and_starts_over(
+        harness: Harness) -> None:
+    a, b = static_completing(harness)
+    parked = harness.sync(sync_request("g", 2, b.member_id, instance_id="node-b"))
+    new = harness.join(join_request(instance_id="node-b"))
+    assert parked.wait().error_code == FENCED_INSTANCE_ID
+    # The leader may be assigning to the old id: a new rebalance.
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+    harness.join(join_request(member_id=a.member_id, instance_id="node-a"))
+    result = new.wait()
+    assert (result.error_code, result.generation_id) == (0, 3)
+    assert result.member_id != b.member_id
+
+
+def skip_assignment_request(**kwargs: Any) -> Any:
+    req = join_request(**kwargs)
+    req.supports_skip_assignment = True  # JoinGroup v9+ (KIP-814)
+    return req
+
+
+def test_static_restart_while_stable_answers_the_current_generation(harness: Harness) -> None:
+    a, b = static_stable(harness)
+    c = harness.coordinator
+    # A follower, before and after v9: no member list, no skipping.
+    follower = harness.join(skip_assignment_request(instance_id="node-b")).wait()
+    assert (follower.error_code, follower.generation_id, follower.leader) == (0, 2, a.member_id)
+    assert follower.member_id.startswith("node-b-") and follower.member_id != b.member_id
+    assert (follower.members, follower.skip_assignment) == ([], False)
+    # The leader without v9: no member list either (it must not reassign).
+    leader = harness.join(join_request(instance_id="node-a")).wait()
+    assert (leader.error_code, leader.leader, leader.members, leader.skip_assignment) == \
+        (0, leader.member_id, [], False)
+    # The leader with v9 gets the members, told to skip the assignment (KIP-814).
+    again = harness.join(skip_assignment_request(instance_id="node-a")).wait()
+    assert (again.error_code, again.generation_id, again.leader) == (0, 2, again.member_id)
+    assert again.skip_assignment is True
+    assert sorted(again.members) == sorted([(again.member_id, "node-a", b"m"),
+                                            (follower.member_id, "node-b", b"m")])
+    assert state(harness) == GroupState.STABLE
+    # The new ids were stored: a restart restores them, the leader (not the first member any
+    # more), the static instances, the protocol and the metadata.
+    assert next(iter(c.groups["g"].members)) == follower.member_id
+    c = harness.restart()
+    group = c.groups["g"]
+    assert group.leader_id == again.member_id
+    assert c.heartbeat("g", 2, again.member_id, "node-a") == 0
+    assert c.heartbeat("g", 2, follower.member_id, "node-b") == 0
+    d = c.describe_group("g")
+    assert (d.state, d.protocol_type, d.protocol) == ("Stable", "consumer", "range")
+    assert sorted((m[0], m[1], m[4], m[5]) for m in d.members) == sorted(
+        [(again.member_id, "node-a", b"m", b"A"), (follower.member_id, "node-b", b"m", b"B")])
+
+
+def test_static_restart_rolls_back_when_the_group_cannot_be_stored(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    from samsa.errors import KafkaStorageError
+
+    a, b = static_stable(harness)
+    c = harness.coordinator
+    group = c.groups["g"]
+    new_ids: list[str] = []
+    new_member_id = group.new_member_id
+
+    def recording_new_member_id(client_id: str, instance_id: str | None) -> str:
+        new_ids.append(new_member_id(client_id, instance_id))
+        return new_ids[-1]
+
+    monkeypatch.setattr(group, "new_member_id", recording_new_member_id)
+
+    def failing_append(*args: Any, **kwargs: Any) -> None:
+        raise KafkaStorageError("disk gone")
+
+    monkeypatch.setattr(c.store, "append", failing_append)
+    result = harness.join(join_request(instance_id="node-b", session_ms=20_000,
+                                       rebalance_ms=25_000,
+                                       protocols=[("range", b"new")])).wait()
+    # COORDINATOR_NOT_AVAILABLE (retriable), with the current generation's description.
+    assert (result.error_code, result.member_id, result.generation_id, result.protocol_type,
+            result.protocol_name, result.leader) == (15, "", 2, "consumer", "range", a.member_id)
+    # Nothing changed: the old instance is still the member, with its old settings.
+    assert list(group.members) == [a.member_id, b.member_id]
+    member = group.members[b.member_id]
+    assert (member.protocols, member.session_timeout_ms, member.rebalance_timeout_ms) == \
+        ([("range", b"m")], 30_000, 30_000)
+    assert not member.is_awaiting_join
+    assert group.static_member_id("node-b") == b.member_id
+    assert c.timer.is_scheduled(hb_key(b.member_id))
+    assert len(new_ids) == 1 and not c.timer.is_scheduled(hb_key(new_ids[0]))
+    assert c.heartbeat("g", 2, b.member_id, "node-b") == 0
+    assert state(harness) == GroupState.STABLE
+
+
+# -- timers, leaving and expiring in every state -------------------------------------------------
+
+
+def test_leaving_cancels_the_session_timer(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    c = harness.coordinator
+    pending = harness.join(join_request()).wait()
+    assert c.timer.is_scheduled(hb_key(leader.member_id))
+    assert c.timer.is_scheduled(hb_key(pending.member_id))
+    assert c.leave_group("g", [(leader.member_id, None), (pending.member_id, None)]) == (0, [0, 0])
+    assert not c.timer.is_scheduled(hb_key(leader.member_id))
+    assert not c.timer.is_scheduled(hb_key(pending.member_id))
+    assert c.timer.is_scheduled(hb_key(follower.member_id))
+
+
+def test_a_rebalance_waits_under_a_join_deadline(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    c = harness.coordinator
+    assert not c.timer.is_scheduled(("join", "g"))
+    parked = harness.join(join_request(member_id=leader.member_id))
+    assert c.timer.is_scheduled(("join", "g"))  # the laggards' rebalance timeout
+    harness.join(join_request(member_id=follower.member_id))
+    assert parked.wait().generation_id == 3
+    assert not c.timer.is_scheduled(("join", "g"))
+
+
+def test_a_join_deadline_firing_after_the_rebalance_changes_nothing(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    c = harness.coordinator
+    c._on_timer(c._join_expired, "g")  # the timer thread took it just before completion
+    assert state(harness) == GroupState.STABLE and list(c.groups["g"].members) == [a.member_id]
+    assert c.groups["g"].generation_id == 1
+
+
+def test_a_pending_member_leaving_does_not_rebalance(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    c = harness.coordinator
+    pending = harness.join(join_request()).wait()
+    assert c.leave_group("g", [(pending.member_id, None)]) == (0, [0])
+    # GroupCoordinator.removePendingMemberAndUpdateGroup: not a member yet, no rebalance.
+    assert state(harness) == GroupState.STABLE and c.groups["g"].generation_id == 1
+    assert harness.join(join_request(member_id=pending.member_id)).wait().error_code == \
+        UNKNOWN_MEMBER_ID
+    # A rebalance waiting for a pending member completes when it leaves.
+    other = harness.join(join_request()).wait()
+    parked = harness.join(join_request(member_id=a.member_id))
+    assert not parked.done
+    assert c.leave_group("g", [(other.member_id, None)]) == (0, [0])
+    assert parked.wait().generation_id == 2
+
+
+def test_a_pending_member_expiring_completes_the_rebalance(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    c = harness.coordinator
+    pending = harness.join(join_request()).wait()
+    parked = harness.join(join_request(member_id=a.member_id))
+    assert not parked.done
+    c._on_timer(c._expire_heartbeat, "g", pending.member_id)
+    assert parked.wait().generation_id == 2
+
+
+def test_an_admin_removes_static_members_by_instance_id(harness: Harness) -> None:
+    a, _ = static_stable(harness)
+    c = harness.coordinator
+    # Another instance's id: fenced.
+    assert c.leave_group("g", [(a.member_id, "node-b")]) == (0, [FENCED_INSTANCE_ID])
+    assert state(harness) == GroupState.STABLE
+    assert c.leave_group("g", [("", "node-b"), ("", "ghost")]) == (0, [0, UNKNOWN_MEMBER_ID])
+    assert list(c.groups["g"].members) == [a.member_id]
+    assert c.groups["g"].static_member_id("node-b") is None
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+
+
+def test_leaving_answers_the_members_parked_requests(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    c = harness.coordinator
+    parked_join = harness.join(join_request(member_id=leader.member_id))
+    assert c.leave_group("g", [(leader.member_id, None)]) == (0, [0])
+    answer = parked_join.wait()
+    assert (answer.error_code, answer.member_id) == (UNKNOWN_MEMBER_ID, "")
+    # CompletingRebalance: a follower's parked sync, then it leaves: a new rebalance.
+    rejoined = harness.join(join_request(member_id=follower.member_id)).wait()
+    assert rejoined.generation_id == 3
+    newcomer = harness.join_new()
+    harness.join(join_request(member_id=follower.member_id))
+    gen4 = newcomer.wait()
+    assert gen4.generation_id == 4 and gen4.leader == follower.member_id
+    assert state(harness) == GroupState.COMPLETING_REBALANCE
+    parked_sync = harness.sync(sync_request("g", 4, gen4.member_id))
+    assert c.leave_group("g", [(gen4.member_id, None)]) == (0, [0])
+    assert parked_sync.wait().error_code == UNKNOWN_MEMBER_ID
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+
+
+def test_session_expiry_in_every_state(harness: Harness) -> None:
+    leader, follower = harness.stable_group(members=2)
+    c = harness.coordinator
+    # A parked join counts as a heartbeat.
+    parked = harness.join(join_request(member_id=leader.member_id))
+    c._on_timer(c._expire_heartbeat, "g", leader.member_id)
+    assert leader.member_id in c.groups["g"].members
+    # ... except for a member that is still new: its join is answered and it is dropped.
+    newcomer = harness.join_new()
+    new_id = next(m for m in c.groups["g"].members if m not in (leader.member_id,
+                                                                 follower.member_id))
+    c._on_timer(c._expire_heartbeat, "g", new_id)
+    dropped = newcomer.wait()
+    assert (dropped.error_code, dropped.member_id) == (UNKNOWN_MEMBER_ID, "")
+    harness.join(join_request(member_id=follower.member_id))
+    assert (parked.wait().error_code, parked.value.generation_id) == (0, 3)
+    # CompletingRebalance: the follower's session ends before it syncs: a new rebalance.
+    assert state(harness) == GroupState.COMPLETING_REBALANCE
+    c._on_timer(c._expire_heartbeat, "g", follower.member_id)
+    assert follower.member_id not in c.groups["g"].members
+    assert state(harness) == GroupState.PREPARING_REBALANCE
+
+
+# -- offsets and admin in depth ------------------------------------------------------------------
+
+
+def test_a_members_commit_proves_it_alive(make_harness: Any) -> None:
+    h = make_harness({"group.initial.rebalance.delay.ms": 60_000})
+    h.logs.create_topic("t", 1)
+    c = h.coordinator
+    h.join_new()  # parked in the first rebalance: generation 0
+    (member_id,) = c.groups["g"].members
+    c.timer.cancel(hb_key(member_id))  # as if its session timer had just fired
+    assert c.commit_offsets("g", 0, member_id, None, [commit("t", 0, 1)]) == [0]
+    assert c.timer.is_scheduled(hb_key(member_id))
+
+
+def test_commits_of_a_static_member_check_its_instance_id(harness: Harness, topic: str) -> None:
+    a, _ = static_stable(harness)
+    c = harness.coordinator
+    assert c.commit_offsets("g", 2, a.member_id, "node-b", [commit(topic, 0, 1)]) == \
+        [FENCED_INSTANCE_ID]
+    assert c.commit_offsets("g", 2, a.member_id, "node-a", [commit(topic, 0, 1)]) == [0]
+
+
+def test_commit_metadata_and_time(harness: Harness, topic: str) -> None:
+    c = harness.coordinator
+    before = coordinator_module._now_ms()
+    assert c.commit_offsets("s", -1, "", None, [
+        commit(topic, 0, 1, None),
+        PartitionCommit(topic, 1, 2, -1, "m", commit_timestamp_ms=1234)]) == [0, 0]
+    found = c.fetch_offsets("s", None)[1]
+    now = found[(topic, 0)]
+    assert now is not None and now.metadata == "" and now.commit_timestamp_ms >= before
+    given = found[(topic, 1)]
+    assert given is not None and (given.metadata, given.commit_timestamp_ms) == ("m", 1234)
+
+
+def test_describe_an_unknown_group(harness: Harness) -> None:
+    d = harness.coordinator.describe_group("nope")
+    assert (d.group_id, d.state, d.protocol_type, d.protocol, d.members) == \
+        ("nope", "Dead", "", "", [])
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics (int32 count, int16-length names),
+    user data (null)."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+def test_delete_offsets_of_an_active_group(harness: Harness, topic: str) -> None:
+    harness.logs.create_topic("u", 1)
+    c = harness.coordinator
+    assert c.delete_offsets("nope", [(topic, 0)]) == (69, {})
+    # A consumer group subscribed to t keeps t's offsets (GROUP_SUBSCRIBED_TO_TOPIC).
+    first = harness.join(join_request("sub", protocols=[("range", subscription(topic))])).wait()
+    a = harness.join(join_request("sub", first.member_id,
+                                  protocols=[("range", subscription(topic))])).wait()
+    harness.sync(sync_request("sub", 1, a.member_id)).wait()
+    assert c.commit_offsets("sub", 1, a.member_id, None,
+                            [commit(topic, 0, 1), commit("u", 0, 2)]) == [0, 0]
+    assert c.delete_offsets("sub", [(topic, 0), ("u", 0)]) == (0, {(topic, 0): 86, ("u", 0): 0})
+    assert list(c.fetch_offsets("sub", None)[1]) == [(topic, 0)]
+    # Subscriptions that cannot be read count as every topic (GroupMetadata.isSubscribedToTopic).
+    (b,) = harness.stable_group("opaque", members=1)  # metadata b"m"
+    assert c.commit_offsets("opaque", 1, b.member_id, None, [commit("u", 0, 3)]) == [0]
+    assert c.delete_offsets("opaque", [("u", 0)]) == (0, {("u", 0): 86})
+    assert list(c.fetch_offsets("opaque", None)[1]) == [("u", 0)]
+    # Any other active group: NON_EMPTY_GROUP.
+    other = harness.join(join_request("conn", protocol_type="connect")).wait()
+    harness.join(join_request("conn", other.member_id, protocol_type="connect")).wait()
+    assert c.delete_offsets("conn", [("u", 0)]) == (68, {})
+
+
+def test_deleting_the_last_offsets_of_an_empty_group_deletes_it(harness: Harness,
+                                                                 topic: str) -> None:
+    (a,) = harness.stable_group(members=1)
+    c = harness.coordinator
+    assert c.commit_offsets("g", 1, a.member_id, None,
+                            [commit(topic, 0, 1), commit(topic, 1, 2)]) == [0, 0]
+    assert c.leave_group("g", [(a.member_id, None)]) == (0, [0])
+    assert state(harness) == GroupState.EMPTY
+    assert c.delete_offsets("g", [(topic, 0)]) == (0, {(topic, 0): 0})
+    assert "g" in c.groups  # one offset left
+    assert c.delete_offsets("g", [(topic, 1), (topic, 2)]) == (0, {(topic, 1): 0, (topic, 2): 0})
+    assert "g" not in c.groups and c.list_groups() == []
+    c = harness.restart()  # the group's record was tombstoned too
+    assert "g" not in c.groups and c.describe_group("g").state == "Dead"
+
+
+def test_an_empty_consumer_group_survives_a_restart(harness: Harness) -> None:
+    (a,) = harness.stable_group(members=1)
+    assert harness.coordinator.leave_group("g", [(a.member_id, None)]) == (0, [0])
+    c = harness.restart()
+    group = c.groups["g"]
+    assert (group.state, group.generation_id, group.protocol_type) == \
+        (GroupState.EMPTY, 2, "consumer")
+    assert [(o.group_id, o.protocol_type, o.state) for o in c.list_groups()] == \
+        [("g", "consumer", "Empty")]
+
+
+def test_commits_that_cannot_be_stored(harness: Harness, topic: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from samsa.errors import KafkaStorageError
+
+    c = harness.coordinator
+    assert c.commit_offsets("s", -1, "", None, [commit(topic, 0, 1)]) == [0]
+
+    def failing_append(*args: Any, **kwargs: Any) -> None:
+        raise KafkaStorageError("disk gone")
+
+    monkeypatch.setattr(c.store, "append", failing_append)
+    # The accepted commits fail with COORDINATOR_NOT_AVAILABLE; the others keep their error.
+    assert c.commit_offsets("s", -1, "", None, [commit(topic, 0, 2), commit(topic, 1, 3, "x" * 4097),
+                                                commit(topic, 2, 4)]) == [15, 12, 15]
+    assert c.fetch_offsets("s", None)[1][(topic, 0)].offset == 1  # type: ignore[union-attr]
+    assert (topic, 2) not in c.fetch_offsets("s", None)[1]
