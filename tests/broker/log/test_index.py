@@ -91,3 +91,36 @@ def test_relative_offsets_must_fit_int32(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         index.append(1 << 31, 10)
     index.close()
+
+
+def test_offset_index_ignores_an_entry_not_past_the_last(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "00000000000000000100.index", 100)
+    index.append(105, 300)
+    index.append(105, 400)  # same offset
+    index.append(106, 300)  # same position
+    assert len(index) == 1 and index.lookup(200) == (105, 300)
+    index.close()
+
+
+def test_truncate_to_is_relative_to_the_base_offset(tmp_path: Path) -> None:
+    offsets = OffsetIndex(tmp_path / "00000000000000000100.index", 100)
+    times = TimeIndex(tmp_path / "00000000000000000100.timeindex", 100)
+    for i, offset in enumerate((100, 105, 110)):
+        offsets.append(offset, i * 100)
+        times.maybe_append(1000 + i, offset)
+    offsets.truncate_to(105)
+    assert len(offsets) == 1 and offsets.lookup(200) == (100, 0)
+    times.truncate_to(110)  # exactly the last entry goes
+    assert len(times) == 2 and times.last_entry == (1001, 105)
+    offsets.close()
+    times.close()
+
+
+def test_index_delete_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "0.index"
+    index = OffsetIndex(path, 0)
+    index.append(1, 10)
+    index.delete()
+    index.close()
+    index.delete()
+    assert not path.exists()

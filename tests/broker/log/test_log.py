@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from samsa.broker.log.segment import LogSegment
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
 )
@@ -434,3 +436,226 @@ def test_walk_of_records_of_all_different_sizes() -> None:
     _walk_records(data, 0, len(data), 200, "batch")
     with pytest.raises(InvalidRecordError):
         _walk_records(data, 0, len(data), 199, "batch")
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_the_broker_clock_is_used_when_no_time_is_given(tmp_path: Path) -> None:
+    log = open_log(tmp_path, message_timestamp_type="LogAppendTime")
+    before = _now()
+    result = log.append_as_leader(build_batch(2), leader_epoch=0)
+    marker = log.append_control_marker(producer_id=3, producer_epoch=0, commit=True,
+                                       coordinator_epoch=0, leader_epoch=0)
+    log.roll()
+    after = _now()
+    assert type(result.log_append_time_ms) is int
+    assert before <= result.log_append_time_ms <= after
+    header = validate_batch(log.read(marker.base_offset, 10**6).records.read(), 0)
+    assert header.is_control and before <= header.max_timestamp <= after
+    assert before <= log.active_segment.created_ms <= after
+    log.flush()
+    log.maintain(NOW)
+    log.close()
+    old = open_log(tmp_path / "old", retention_ms=1000)
+    old.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    old.roll(now_ms=NOW)
+    assert old.apply_retention() == 1  # records of BASE_TS are older than retention.ms now
+    old.close()
+
+
+def test_control_markers_are_create_time_batches_of_their_type(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    results = [
+        log.append_control_marker(producer_id=3, producer_epoch=0, commit=commit,
+                                  coordinator_epoch=0, leader_epoch=0, now_ms=NOW)
+        for commit in (True, False)
+    ]
+    assert [r.log_append_time_ms for r in results] == [-1, -1]
+    batches = list(MemoryRecords(log.read(0, 10**6).records.read()).batches())
+    assert [b.control_marker().is_commit for b in batches] == [True, False]
+    assert [b.header.timestamp_type for b in batches] == [TimestampType.CREATE_TIME] * 2
+    log.close()
+
+
+def test_roll_starts_the_new_segment_at_the_given_time(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.roll(now_ms=NOW + 5)
+    assert (len(log.segments), log.active_segment.created_ms) == (2, NOW + 5)
+    log.close()
+
+
+def _six_segments(tmp_path: Path, **overrides: object) -> Log:
+    """Segments [0-1] [2-3] ... [10-11 active]; segment i's records at BASE_TS + i * 1000 (+1)."""
+    log = open_log(tmp_path, segment_bytes=400, **overrides)
+    for i in range(6):
+        log.append_as_leader(build_batch(2, ts=BASE_TS + i * 1000, value_size=100), leader_epoch=0, now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 2, 4, 6, 8, 10]
+    return log
+
+
+def test_segments_below_a_restored_log_start_are_skipped_and_deleted(tmp_path: Path) -> None:
+    # The log start comes back from its checkpoint at restart; segments wholly below it stay
+    # on disk until retention runs (UnifiedLog.deleteLogStartOffsetBreachedSegments).
+    _six_segments(tmp_path).close()
+    log = Log(tmp_path / "t-0", LogConfig(), topic="t", partition=0, log_start_offset=6,
+              clean_shutdown=True, now_ms=NOW)
+    assert log.offset_for_timestamp(BASE_TS) == (BASE_TS + 3000, 6, 0)
+    assert log.delete_records_before(6) == 6
+    assert len(log.segments) == 6  # the log start did not move: nothing to do
+    assert log.apply_retention(NOW) == 3
+    assert [s.base_offset for s in log.segments] == [6, 8, 10]
+    log.close()
+
+
+def test_offset_for_timestamp_in_a_log_append_time_batch_cut_by_the_log_start(tmp_path: Path) -> None:
+    log = open_log(tmp_path, message_timestamp_type="LogAppendTime")
+    log.append_as_leader(build_batch(3), leader_epoch=0, now_ms=NOW)
+    log.delete_records_before(1)
+    assert log.offset_for_timestamp(0) == (NOW, 1, 0)
+    log.close()
+
+
+def test_offset_of_max_timestamp_earliest_segment_and_later_batch(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=400)
+    log.append_as_leader(build_batch(2, ts=BASE_TS, ts_step=50, value_size=100), leader_epoch=-1, now_ms=NOW)
+    log.append_as_leader(build_batch(2, ts=BASE_TS, ts_step=50, value_size=100), leader_epoch=-1, now_ms=NOW)
+    assert len(log.segments) == 2
+    assert log.offset_of_max_timestamp() == (BASE_TS + 50, 1, -1)  # tie: the earlier segment
+    other = Log(tmp_path / "u-0", LogConfig(), topic="u", partition=0, now_ms=NOW)
+    other.append_as_leader(build_batch(2, ts=BASE_TS), leader_epoch=0, now_ms=NOW)
+    other.append_as_leader(build_batch(2, ts=BASE_TS + 100), leader_epoch=0, now_ms=NOW)
+    assert other.offset_of_max_timestamp() == (BASE_TS + 101, 3, 0)
+    other.close()
+    log.close()
+
+
+def test_records_older_than_the_epoch_cache_have_no_epoch(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2, ts=BASE_TS), leader_epoch=0, now_ms=NOW)
+    log.close()
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2, ts=BASE_TS + 100), leader_epoch=2, now_ms=NOW)
+    assert log.offset_for_timestamp(BASE_TS) == (BASE_TS, 0, -1)
+    assert log.offset_for_timestamp(BASE_TS + 100) == (BASE_TS + 100, 2, 2)
+    log.close()
+
+
+def test_end_offset_for_epoch_with_three_epochs(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for epoch in (0, 1, 3):
+        log.append_as_leader(build_batch(2), leader_epoch=epoch, now_ms=NOW)
+    assert log.end_offset_for_epoch(3) == (3, 6)
+    assert log.end_offset_for_epoch(1) == (1, 4)
+    assert log.end_offset_for_epoch(2) == (1, 4)
+    log.close()
+
+
+def test_delete_records_before_segment_boundaries(tmp_path: Path) -> None:
+    log = _six_segments(tmp_path)
+    assert log.delete_records_before(0) == 0
+    assert log.delete_records_before(1) == 1
+    assert len(log.segments) == 6  # inside the first segment: nothing deleted, no roll
+    assert read_all(log, 1)[0][0] == 1
+    assert log.delete_records_before(2) == 2  # exactly a segment's base
+    assert [s.base_offset for s in log.segments] == [2, 4, 6, 8, 10]
+    assert log.delete_records_before(11) == 11  # inside the active segment
+    assert [s.base_offset for s in log.segments] == [10]
+    with pytest.raises(OffsetOutOfRangeError, match="before 13: the high watermark is 12"):
+        log.delete_records_before(13)
+    before = _now()
+    assert log.delete_records_before(-1) == 12  # everything: the active segment is rolled away
+    assert (log.size_bytes, [s.base_offset for s in log.segments]) == (0, [12])
+    assert before <= log.active_segment.created_ms <= _now()
+    log.close()
+
+
+def test_moving_the_log_start_truncates_the_epoch_cache(tmp_path: Path) -> None:
+    # LeaderEpochFileCache.truncateFromStartAsyncFlush: epochs wholly below the new start go;
+    # the epoch holding the start now starts there.
+    log = open_log(tmp_path)
+    for epoch, count in ((1, 3), (5, 4), (9, 2)):  # epoch 1 at 0, epoch 5 at 3, epoch 9 at 7
+        log.append_as_leader(build_batch(count), leader_epoch=epoch, now_ms=NOW)
+    checkpoint = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    log.delete_records_before(3)
+    assert checkpoint.read_text() == "0\n2\n5 3\n9 7\n"
+    log.delete_records_before(5)
+    assert checkpoint.read_text() == "0\n2\n5 5\n9 7\n"
+    assert log.end_offset_for_epoch(5) == (5, 7)
+    log.close()
+
+
+def test_retention_deletes_nothing_when_nothing_is_due(tmp_path: Path) -> None:
+    log = _six_segments(tmp_path)
+    assert log.apply_retention(NOW) == 0  # default retention.ms is seven days
+    compacted = _six_segments(tmp_path / "c", cleanup_policy="compact", retention_ms=0)
+    assert compacted.apply_retention(NOW) == 0
+    assert len(log.segments) == len(compacted.segments) == 6
+    compacted.close()
+    log.close()
+
+
+@pytest.mark.parametrize(
+    ("config", "now", "remaining"),
+    [
+        ({"retention_ms": 0}, BASE_TS + 5002, 1),
+        ({"retention_ms": 1000}, BASE_TS + 2001, 5),  # segment 1 is exactly retention.ms old: kept
+        ({"retention_bytes": 0}, NOW, 1),
+    ],
+    ids=["ms-zero", "ms-boundary", "bytes-zero"],
+)
+def test_retention_boundaries(tmp_path: Path, config: dict[str, int], now: int, remaining: int) -> None:
+    log = _six_segments(tmp_path, **config)
+    assert log.apply_retention(now) == 6 - remaining
+    assert len(log.segments) == remaining
+    assert log.log_start_offset == log.segments[0].base_offset == 12 - 2 * remaining
+    log.close()
+
+
+def test_retention_bytes_boundary_deletes_while_the_rest_still_holds_enough(tmp_path: Path) -> None:
+    probe = _six_segments(tmp_path / "probe")
+    total, first = probe.size_bytes, probe.segments[0].size
+    probe.close()
+    log = _six_segments(tmp_path, retention_bytes=total - first)
+    assert log.apply_retention(NOW) == 1
+    assert log.log_start_offset == 2 and len(log.segments) == 5
+    log.close()
+
+
+def test_flush_ms_counts_from_the_last_flush(tmp_path: Path) -> None:
+    log = open_log(tmp_path, flush_ms=5000)
+    log.maintain(NOW)  # one segment, nothing rolled
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.flush(now_ms=NOW + 100)
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.maintain(NOW + 5099)
+    assert log.recovery_point == 2
+    log.maintain(NOW + 5100)
+    assert log.recovery_point == 4
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.maintain(NOW + 10099)
+    assert log.recovery_point == 4
+    log.maintain(NOW + 10100)
+    assert log.recovery_point == 6
+    log.flush()  # now: the next flush.ms flush is due 5 s after the wall clock
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.maintain(NOW + 20000)
+    assert log.recovery_point == 6
+    log.close()
+
+
+def test_maintain_flushes_every_rolled_segment(tmp_path: Path) -> None:
+    log = _six_segments(tmp_path)
+    log.maintain(NOW)
+    assert log.recovery_point == 10
+    log.close()
+
+
+def test_an_abandoned_log_refuses_appends(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.abandon()
+    with pytest.raises(KafkaStorageError, match="closed"):
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)

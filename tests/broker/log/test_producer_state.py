@@ -6,18 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.log import Log, LogConfig, LogManager
+from samsa.broker.log import IsolationLevel, Log, LogConfig, LogManager
 from samsa.broker.log.producer_state import (
+    AbortedTxn,
     BatchMetadata,
     ProducerStateEntry,
     ProducerStateManager,
 )
 from samsa.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from samsa.records import ControlRecordType, build_control_batch, read_batch_header, set_base_offset
 
 from .conftest import BASE_TS, build_batch
 
 NOW = BASE_TS + 10_000
 PID = 4242
+_INT32_MAX = 0x7FFFFFFF
 
 
 def produce(log: Log, seq: int, count: int = 2, epoch: int = 0, pid: int = PID):
@@ -200,3 +203,165 @@ def test_producers_outlive_the_deletion_of_their_batches(log: Log) -> None:
     assert log.log_end_offset == 4
     with pytest.raises(OutOfOrderSequenceNumberError):
         produce(log, 6)
+
+
+def _txn(log: Log, seq: int, count: int = 2, pid: int = 0, now_ms: int = NOW):
+    return log.append_as_leader(
+        build_batch(count, pid=pid, epoch=0, seq=seq, transactional=True), leader_epoch=0, now_ms=now_ms
+    )
+
+
+def _marker(log: Log, commit: bool, pid: int = 0, coordinator_epoch: int = 1):
+    return log.append_control_marker(producer_id=pid, producer_epoch=0, commit=commit,
+                                     coordinator_epoch=coordinator_epoch, leader_epoch=0, now_ms=NOW)
+
+
+def _aborted(log: Log, start: int = 0) -> list[tuple[int, int, int]]:
+    fetched = log.read(start, 10**6, isolation=IsolationLevel.READ_COMMITTED)
+    assert fetched.aborted_transactions is not None
+    return [(t.producer_id, t.first_offset, t.last_offset) for t in fetched.aborted_transactions]
+
+
+def test_transaction_state_is_rebuilt_from_markers_after_a_crash(tmp_path: Path) -> None:
+    # Producer id 0 is a valid id (ProducerIdManager starts at 0).  An aborted transaction at
+    # offset 0, a committed one, then idempotent batches after a marker in the same segment and
+    # an open transaction: a rebuild from the log (no snapshot) must find the same state.
+    log = Log(tmp_path / "t-0", LogConfig(), topic="t", partition=0, now_ms=NOW)
+    _txn(log, 0)  # 0-1
+    _marker(log, commit=False, coordinator_epoch=1)  # 2: abort (coordinator epoch 1 = COMMIT's type)
+    _txn(log, 2)  # 3-4
+    _marker(log, commit=True, coordinator_epoch=7)  # 5
+    produce(log, 0, pid=PID)  # 6-7: a plain idempotent producer, after the markers
+    _txn(log, 4)  # 8-9: still open
+    expected = ([(0, 0, 2)], 8, log.producer_state.producers[0].coordinator_epoch)
+    assert expected == (_aborted(log), log.last_stable_offset, 7)
+    crashed = tmp_path / "crashed" / "t-0"
+    shutil.copytree(log.dir, crashed)
+    log.close()
+    for snapshot in crashed.glob("*.snapshot"):
+        snapshot.unlink()
+    rebuilt = Log(crashed, LogConfig(), topic="t", partition=0, now_ms=NOW)
+    try:
+        assert (_aborted(rebuilt), rebuilt.last_stable_offset,
+                rebuilt.producer_state.producers[0].coordinator_epoch) == expected
+        assert produce(rebuilt, 0, pid=PID).duplicate  # replay went on after the markers
+        _marker(rebuilt, commit=True)
+        assert rebuilt.last_stable_offset == rebuilt.log_end_offset == 11
+    finally:
+        rebuilt.close()  # the snapshot of the rebuilt state must be writable
+
+
+def test_a_marker_keeps_the_batches_of_its_epoch(log: Log) -> None:
+    # ProducerStateEntry.maybeUpdateProducerEpoch: a marker of the same epoch keeps the batches,
+    # so a retry after the commit is still a duplicate; a new transaction starts its own LSO.
+    _txn(log, 0, pid=PID)
+    _marker(log, commit=True, pid=PID)
+    retry = _txn(log, 0, pid=PID)
+    assert retry.duplicate and retry.base_offset == 0
+    assert _aborted(log) == []  # a commit is not an aborted transaction
+    assert _txn(log, 2, pid=PID).base_offset == 3
+    assert log.last_stable_offset == 3
+
+
+def test_the_first_offset_of_an_open_transaction_at_offset_zero_is_kept(log: Log) -> None:
+    _txn(log, 0)  # 0-1, transaction opens at offset 0
+    _txn(log, 2)  # 2-3, same transaction
+    assert log.last_stable_offset == 0
+    assert log.remove_expired_producers(NOW + 10 * 86_400_000) == 0  # open: never expires
+    _marker(log, commit=False)
+    assert _aborted(log) == [(0, 0, 4)]
+
+
+def test_marker_for_a_producer_the_partition_does_not_know(tmp_path: Path) -> None:
+    # The coordinator writes markers to every partition of the transaction, also to one where
+    # the producer wrote nothing (or whose state expired): the marker creates the entry.
+    state = ProducerStateManager(tmp_path)
+    state.map_end_offset = 7
+    state.complete_txn(11, 3, False, 7, 5, 7)
+    assert state.producers[11] == ProducerStateEntry(11, 3, coordinator_epoch=5)
+    assert state.aborted == [] and state.ongoing == {}
+    assert state.map_end_offset == 8  # the marker's offset + 1
+    state.complete_txn(11, 4, True, 9, 6, 9)  # a newer epoch: taken
+    assert state.producers[11] == ProducerStateEntry(11, 4, coordinator_epoch=6)
+    assert state.map_end_offset == 10
+
+
+def test_aborted_transactions_overlapping_a_fetch_range(tmp_path: Path) -> None:
+    state = ProducerStateManager(tmp_path)
+    txn = AbortedTxn(1, 2, 4, 2)  # data at 2-3, marker at 4
+    state.aborted.append(txn)
+    assert state.aborted_transactions(4, 5) == [txn]  # range starts at the marker
+    assert state.aborted_transactions(5, 9) == []
+    assert state.aborted_transactions(0, 2) == []  # range ends where the transaction starts
+    assert state.aborted_transactions(0, 3) == [txn]
+
+
+def test_replay_skips_batches_below_the_map_end(tmp_path: Path) -> None:
+    state = ProducerStateManager(tmp_path)
+    state.map_end_offset = 2
+    header = read_batch_header(build_batch(2, pid=PID, epoch=0, seq=0))  # offsets 0-1
+    state.replay(header)
+    assert state.producers == {} and state.map_end_offset == 2
+    state.map_end_offset = 0
+    state.replay(header)
+    assert state.producers[PID].last_seq == 1 and state.map_end_offset == 2
+
+
+def test_replay_of_an_unreadable_marker_changes_no_transaction(tmp_path: Path) -> None:
+    # Log._replay_from passes no control type when a marker's record cannot be read.
+    state = ProducerStateManager(tmp_path)
+    state.replay(read_batch_header(build_control_batch(ControlRecordType.ABORT, PID, 0, 0, BASE_TS)))
+    assert (state.producers, state.aborted, state.map_end_offset) == ({}, [], 1)
+
+
+def test_replay_of_a_batch_without_sequence_takes_its_epoch(tmp_path: Path) -> None:
+    state = ProducerStateManager(tmp_path)
+    state.replay(read_batch_header(build_batch(2, pid=PID, epoch=0, seq=0)))
+    batch = bytearray(build_batch(1, pid=PID, epoch=1, seq=-1))
+    set_base_offset(batch, 0, 2)
+    state.replay(read_batch_header(batch))
+    entry = state.producers[PID]
+    assert (entry.epoch, list(entry.batches)) == (1, [])
+
+
+def test_sequence_errors_say_which_sequence_was_expected(log: Log) -> None:
+    produce(log, _INT32_MAX - 1)  # unknown producer: any start; ends at INT32_MAX
+    with pytest.raises(OutOfOrderSequenceNumberError, match="expected sequence 0, got 5"):
+        produce(log, 5)
+    with pytest.raises(InvalidProducerEpochError, match="epoch -1 is older than the current epoch 0"):
+        log.append_as_leader(build_batch(1, pid=PID, epoch=-1, seq=0), leader_epoch=0, now_ms=NOW)
+
+
+def test_check_against_a_staged_epoch_without_batches(tmp_path: Path) -> None:
+    state = ProducerStateManager(tmp_path)
+    header = read_batch_header(build_batch(1, pid=PID, epoch=1, seq=5))
+    assert state.check(header, {PID: ProducerStateEntry(PID, 1)}) is None  # unknown producer
+    known = ProducerStateEntry(PID, 0)
+    known.add_batch(0, BatchMetadata(0, 1, 0, 1, BASE_TS))
+    state.producers[PID] = known
+    with pytest.raises(OutOfOrderSequenceNumberError, match="expected sequence 0, got 5"):
+        state.check(header, {PID: ProducerStateEntry(PID, 1)})
+
+
+def test_one_request_may_bump_the_epoch_and_go_on_in_it(log: Log) -> None:
+    produce(log, 0)  # epoch 0, offsets 0-1
+    both = build_batch(2, pid=PID, epoch=1, seq=0) + build_batch(2, pid=PID, epoch=1, seq=2)
+    assert log.append_as_leader(both, leader_epoch=0, now_ms=NOW).last_offset == 5
+    again = build_batch(2, pid=PID, epoch=1, seq=4) + build_batch(2, pid=PID, epoch=1, seq=6)
+    assert log.append_as_leader(again, leader_epoch=0, now_ms=NOW).last_offset == 9
+    retry = produce(log, 4, epoch=1)  # the first batch of the last request is remembered
+    assert retry.duplicate and retry.base_offset == 6
+
+
+def test_a_late_append_time_does_not_make_a_producer_older(log: Log) -> None:
+    log.append_as_leader(build_batch(1, pid=PID, epoch=0, seq=0), leader_epoch=0, now_ms=NOW + 1000)
+    log.append_as_leader(build_batch(1, pid=PID, epoch=0, seq=1), leader_epoch=0, now_ms=NOW)
+    assert log.remove_expired_producers(NOW + 86_400_000 + 999) == 0
+    assert log.remove_expired_producers(NOW + 86_400_000 + 1000) == 1
+
+
+def test_changed_expiration_applies_to_the_producer_state(log: Log) -> None:
+    produce(log, 0)
+    log.update_config(LogConfig.from_configs({"producer.id.expiration.ms": "1000"}))
+    assert log.remove_expired_producers(NOW + 999) == 0
+    assert log.remove_expired_producers(NOW + 1000) == 1

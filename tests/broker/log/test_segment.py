@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
+from crc32c import crc32c
+
 from samsa.broker.log.segment import LogSegment
-from samsa.records import read_batch_header, set_base_offset, validate_batch
+from samsa.records import RECORD_BATCH_OVERHEAD, read_batch_header, set_base_offset, validate_batch
 
 from .conftest import BASE_TS, build_batch
 
@@ -162,3 +165,71 @@ def test_delete_keeps_handed_out_slices_readable(tmp_path: Path) -> None:
     segment.delete()
     assert list(tmp_path.iterdir()) == []
     assert piece.read() == expected
+
+
+def _segment_of(tmp_path: Path, ts: int) -> LogSegment:
+    tmp_path.mkdir(exist_ok=True)
+    segment = LogSegment(tmp_path, 0)
+    buf = _stamped(build_batch(1, ts=ts), 0)
+    segment.append(buf, [read_batch_header(buf)])
+    return segment
+
+
+def test_largest_timestamp_is_the_records_or_else_the_file_mtime(tmp_path: Path) -> None:
+    epoch_start = _segment_of(tmp_path / "zero", 0)  # timestamp 0 is a timestamp
+    assert epoch_start.largest_timestamp() == 0
+    epoch_start.close()
+    untimed = _segment_of(tmp_path / "none", -1)  # NO_TIMESTAMP: retention uses the file time
+    os.utime(untimed.log_path, (1_600_000_000.5, 1_600_000_000.5))
+    assert untimed.largest_timestamp() == 1_600_000_000_500
+    untimed.close()
+
+
+def test_delete_is_idempotent_and_close_after_it_is_harmless(tmp_path: Path) -> None:
+    segment = _segment_of(tmp_path, BASE_TS)
+    segment.delete()
+    segment.close()
+    segment.delete()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recovery_rebuilds_the_indexes_the_appends_wrote(tmp_path: Path) -> None:
+    size = len(build_batch(2, value_size=100))
+    segment = LogSegment(tmp_path, 0, index_interval_bytes=size)  # an entry every other batch
+    _fill(segment, 5)
+    segment.close()
+    written = (segment.offset_index.path.read_bytes(), segment.time_index.path.read_bytes())
+    assert len(written[0]) == 2 * 8  # entries at the third and fifth batch
+    again = LogSegment(tmp_path, 0, index_interval_bytes=size)
+    assert again.recover() == 0
+    again.close()
+    assert (again.offset_index.path.read_bytes(), again.time_index.path.read_bytes()) == written
+
+
+def test_recovery_of_untimed_batches_keeps_the_base_as_offset_of_max_timestamp(tmp_path: Path) -> None:
+    segment = _segment_of(tmp_path, -1)
+    assert segment.recover() == 0
+    assert (segment.max_timestamp, segment.offset_of_max_timestamp) == (-1, 0)
+    segment.close()
+
+
+def _empty_batch(base_offset: int) -> bytearray:
+    """A batch with no records (61 bytes): what Kafka's log cleaner keeps of a batch whose
+    records it removed, to retain the producer's sequence state (DefaultRecordBatch)."""
+    buf = bytearray(build_batch(1)[:RECORD_BATCH_OVERHEAD])
+    struct.pack_into(">i", buf, 8, RECORD_BATCH_OVERHEAD - 12)  # batch length
+    struct.pack_into(">i", buf, 57, 0)  # records count
+    struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+    set_base_offset(buf, 0, base_offset)
+    return buf
+
+
+def test_recovery_keeps_an_empty_batch_at_the_end_of_the_file(tmp_path: Path) -> None:
+    segment = LogSegment(tmp_path, 0)
+    _fill(segment, 1)  # offsets 0-1
+    empty = _empty_batch(2)
+    segment.append(empty, [validate_batch(empty, 0)])
+    size = segment.size
+    assert segment.recover() == 0
+    assert (segment.size, segment.next_offset) == (size, 3)
+    segment.close()
