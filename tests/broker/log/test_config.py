@@ -64,3 +64,42 @@ def test_bad_settings_name_the_setting() -> None:
         "cleanup.policy": "compact,delete",
         "min.insync.replicas": "1",
     }
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        ({"retention.ms": "-2"}, "'retention.ms': must be -1 (unlimited) or >= 0"),
+        ({"retention.bytes": "-2"}, "'retention.bytes': must be -1 (unlimited) or >= 0"),
+        ({"segment.bytes": "13"}, "'segment.bytes': must be at least 14"),
+        ({"segment.ms": "0"}, "'segment.ms': 0 is out of range"),
+        ({"flush.messages": "0"}, "'flush.messages': 0 is out of range"),
+        ({"index.interval.bytes": "-1"}, "'index.interval.bytes': -1 is out of range"),
+        ({"message.timestamp.type": "x"}, "'message.timestamp.type': 'x' is not one of CreateTime, LogAppendTime"),
+        ({"flush.ms": "abc"}, "'flush.ms': expected an integer, got 'abc'"),
+        ({"flush.ms": True}, "'flush.ms': expected an integer, got True"),
+        ({"cleanup.policy": "delete,shred"}, "'cleanup.policy': 'delete,shred': use delete, compact or both"),
+        ({"cleanup.policy": " , "}, "'cleanup.policy': ' , ': use delete, compact or both"),
+    ],
+    ids=["retention-ms", "retention-bytes", "segment-bytes", "segment-ms", "flush-messages",
+         "index-interval", "timestamp-type", "not-an-integer", "boolean", "unknown-policy", "no-policy"],
+)
+def test_topic_config_errors_say_what_is_wrong(configs: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigError) as raised:
+        validate_topic_configs(configs)
+    assert str(raised.value).endswith(f"Invalid value for topic config {message}")
+
+
+def test_topic_config_boundaries_are_accepted() -> None:
+    edges = {"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "14", "segment.ms": "1",
+             "flush.messages": "1", "index.interval.bytes": "0", "flush.ms": "0"}
+    assert validate_topic_configs({"cleanup.policy": None, **edges, "file.delete.delay.ms": "0"}) == {
+        **edges, "file.delete.delay.ms": "0"}
+    assert validate_topic_configs({"retention.ms": "0", "retention.bytes": "0"}) == {
+        "retention.ms": "0", "retention.bytes": "0"}
+
+
+def test_broker_setting_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve_broker_config({"log.segment.bytes": "lots"})
+    assert "log.segment.bytes" in str(raised.value) and "expected an integer, got 'lots'" in str(raised.value)

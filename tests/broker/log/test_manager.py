@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -9,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from samsa.broker.log import LogManager, topic_id_from_str, topic_id_to_str
+from samsa.broker.log import manager as manager_module
 from samsa.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
+    OffsetOutOfRangeError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -263,3 +268,237 @@ def test_background_thread_stops_on_close(open_manager: Open) -> None:
     manager.start_background(interval_s=0.01)
     manager.close()
     assert manager._thread is not None and not manager._thread.is_alive()
+
+
+def test_loading_sets_aside_partitions_no_topic_owns(open_manager: Open, tmp_path: Path) -> None:
+    # What create/delete interrupted by a crash leave (Kafka's LogManager loads only the logs of
+    # known topics and renames stray ones; "-delete" dirs are finished off).
+    manager = open_manager()
+    manager.create_topic("t", 1)
+    append(manager, 2)
+    manager.close()
+    data = tmp_path / "data"
+    (data / "0file").write_text("not a log dir")
+    (data / "1x.abc-delete").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("not the broker's")
+    (data / "1y-delete").symlink_to(elsewhere)  # rmtree refuses symlinks: left alone
+    (data / "2notpartition").mkdir()
+    for name in ("t-1", "t-5", "u-0"):
+        (data / name).mkdir()
+    loaded = open_manager()
+    names = sorted(p.name for p in data.iterdir())
+    assert "1x.abc-delete" not in names
+    assert {"0file", "2notpartition", "t-0"} <= set(names)
+    strays = sorted(n.split(".", 1)[0] for n in names if n.endswith("-stray"))
+    assert strays == ["t-1", "t-5", "u-0"]
+    assert offsets(loaded) == [0, 1]
+    assert (elsewhere / "keep").exists()
+
+
+def test_a_lost_recovery_point_checkpoint_means_recovering_every_segment(
+    open_manager: Open, tmp_path: Path
+) -> None:
+    manager = open_manager({"log.segment.bytes": 100})
+    manager.create_topic("t", 1)
+    append(manager, 1)  # offset 0 in segment 0
+    append(manager, 1)  # offset 1 in segment 1
+    log = manager.get_log("t", 0)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    image = crash_image(tmp_path)
+    (image / "recovery-point-offset-checkpoint").unlink(missing_ok=True)
+    path = image / "t-0" / log.segments[0].log_path.name
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x40  # a record byte of the batch at offset 0
+    path.write_bytes(data)
+    recovered = open_manager(data_dir=image)
+    assert recovered.get_log("t", 0).log_end_offset == 0  # nothing after the damage is kept
+
+
+def test_partition_metadata_is_rewritten_and_logs_know_their_name(open_manager: Open, tmp_path: Path) -> None:
+    manager = open_manager()
+    manager.create_topic("t", 2)
+    manager.close()
+    metadata = tmp_path / "data" / "t-1" / "partition.metadata"
+    good = metadata.read_text()
+    metadata.write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    loaded = open_manager()
+    assert metadata.read_text() == good
+    with pytest.raises(OffsetOutOfRangeError, match="of t-1 is outside"):
+        loaded.get_log("t", 1).read(5, 100)
+
+
+def test_loaded_logs_keep_the_managers_clock(tmp_path: Path) -> None:
+    config = {"log.flush.interval.ms": 5000}
+    first = LogManager(tmp_path / "data", config, now_ms=NOW)
+    first.create_topic("t", 1)
+    first.close()
+    manager = LogManager(tmp_path / "data", config, now_ms=NOW)
+    try:
+        log = manager.get_log("t", 0)
+        log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+        log.maintain(NOW + 4999)
+        assert log.recovery_point == 0
+        log.maintain(NOW + 5000)  # flush.ms counts from the load
+        assert log.recovery_point == 2
+    finally:
+        manager.close()
+
+
+def test_topics_file_version_and_damage(open_manager: Open, tmp_path: Path) -> None:
+    manager = open_manager()
+    manager.create_topic("t", 1)
+    manager.close()
+    topics = tmp_path / "data" / "topics.json"
+    assert json.loads(topics.read_text())["version"] == 1
+    topics.write_text('{"version": 1}')  # no topics key: no topics
+    assert open_manager().topic("t") is None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "topics.json").write_text("{not json")
+    with pytest.raises(KafkaStorageError, match="topics.json is not valid JSON .*restore it from a backup"):
+        open_manager(data_dir=broken)
+
+
+def test_tick_runs_each_job_at_its_interval(tmp_path: Path) -> None:
+    config = {
+        "producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 1000,
+        "log.retention.check.interval.ms": 1000, "log.retention.ms": 1500,
+        "log.flush.offset.checkpoint.interval.ms": 1000, "log.flush.interval.ms": 100,
+        "log.segment.bytes": 300,
+    }
+    starts = tmp_path / "data" / "log-start-offset-checkpoint"
+    manager = LogManager(tmp_path / "data", config, now_ms=NOW)
+    try:
+        manager.create_topic("t", 1)
+        log = manager.get_log("t", 0)
+        for seq in range(0, 6, 2):  # three segments of one idempotent producer's batches
+            ts = NOW - 1000 if seq == 0 else NOW  # the first expires by NOW + 501
+            log.append_as_leader(build_batch(2, ts=ts, pid=7, epoch=0, seq=seq, value_size=100),
+                                 leader_epoch=0, now_ms=NOW)
+        assert len(log.segments) == 3
+        log.delete_records_before(1)
+        manager.tick(NOW + 999)  # no job is due before NOW + 1000
+        assert len(log.segments) == 3 and list(log.producer_state.producers) == [7]
+        assert starts.read_text() == "0\n0\n"  # as written at load, before the topic existed
+        manager.tick(NOW + 1000)  # every job is due
+        assert len(log.segments) == 2 and log.producer_state.producers == {}
+        assert starts.read_text() == "0\n1\nt 0 2\n"
+        log.append_as_leader(build_batch(1, ts=NOW, pid=7, epoch=0, seq=40), leader_epoch=0, now_ms=NOW)
+        manager.tick(NOW + 1999)  # expired producer and segments, but no job is due before NOW + 2000
+        assert list(log.producer_state.producers) == [7] and len(log.segments) == 3
+        manager.tick(NOW + 2000)
+        assert log.producer_state.producers == {} and log.log_start_offset == 6
+        assert starts.read_text() == "0\n1\nt 0 6\n"
+        log.delete_records_before(7)
+        manager.tick(NOW + 2999)
+        assert starts.read_text() == "0\n1\nt 0 6\n"  # the next checkpoint is at NOW + 3000
+        manager.tick()  # the wall clock
+    finally:
+        manager.close()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda m: m.create_topic("zero", 0), InvalidPartitionsError, "'zero'.*at least 1, got 0"),
+        (lambda m: m.create_topic("t", 1), TopicAlreadyExistsError, "topic 't' already exists"),
+        (lambda m: m.create_topic("t.x", 1), InvalidTopicError,
+         r"'t\.x' collides with existing topic 't_x' .*interchangeable in metric names\)$"),
+        (lambda m: m.delete_topic("nope"), UnknownTopicOrPartitionError, "topic 'nope' does not exist"),
+        (lambda m: m.add_partitions("nope", 3), UnknownTopicOrPartitionError, "topic 'nope' does not exist"),
+        (lambda m: m.add_partitions("t", 1), InvalidPartitionsError,
+         "topic 't' has 2 partitions; the new count 1 must be larger"),
+        (lambda m: m.set_topic_configs("nope", {}), UnknownTopicOrPartitionError, "topic 'nope' does not exist"),
+        (lambda m: m.get_log("t", 2), UnknownTopicOrPartitionError, "t-2 does not exist on this broker"),
+    ],
+    ids=["zero-partitions", "exists", "collides", "delete-unknown", "grow-unknown", "grow-smaller",
+         "configs-unknown", "log-unknown"],
+)
+def test_topic_errors_say_what_is_wrong(open_manager: Open, call: Callable[[LogManager], object],
+                                        error: type[Exception], match: str) -> None:
+    manager = open_manager()
+    manager.create_topic("t", 2)
+    manager.create_topic("t_x", 1)
+    with pytest.raises(error, match=match):
+        call(manager)
+
+
+def test_partition_count_default_and_growth(open_manager: Open) -> None:
+    manager = open_manager({"num.partitions": 3})
+    assert manager.create_topic("a", -1).partitions == 3  # -1: the broker's num.partitions
+    assert manager.create_topic("b", 1).partitions == 1
+    manager.create_topic("c", 1, {"retention.ms": "1000"})
+    first = manager.get_log("c", 0)
+    manager.add_partitions("c", 3)
+    info = manager.topic("c")
+    assert info is not None and (info.name, info.partitions, info.configs) == ("c", 3, {"retention.ms": "1000"})
+    assert manager.get_log("c", 0) is first  # existing partitions stay open as they were
+    assert [manager.get_log("c", p).partition for p in (1, 2)] == [1, 2]
+    manager.set_topic_configs("c", {"retention.ms": "2000"})
+    assert manager.topic("c").name == "c"
+
+
+def test_deleting_a_topic_closes_its_logs(open_manager: Open) -> None:
+    manager = open_manager()
+    manager.create_topic("t", 1)
+    log = manager.get_log("t", 0)
+    manager.delete_topic("t")
+    with pytest.raises(KafkaStorageError, match="closed"):
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+
+
+def test_new_topic_ids_avoid_the_reserved_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kafka's Uuid.randomUuid: never ZERO_UUID (0) nor METADATA_TOPIC_ID (1), nor an id whose
+    # text starts with "-" (it would read as a command-line option).
+    dash = next(u for u in (uuid.UUID(int=n << 122) for n in range(64)) if topic_id_to_str(u).startswith("-"))
+    candidates = iter([uuid.UUID(int=0), uuid.UUID(int=1), dash, uuid.UUID(int=2)])
+    monkeypatch.setattr(manager_module.uuid, "uuid4", lambda: next(candidates))
+    assert manager_module._new_topic_id() == uuid.UUID(int=2)
+
+
+def test_topic_names_at_the_length_limit_and_errors(open_manager: Open) -> None:
+    manager = open_manager()
+    assert manager.create_topic("x" * 249, 1).partitions == 1
+    with pytest.raises(InvalidTopicError, match="topic name is 250 characters; the maximum is 249"):
+        manager.create_topic("y" * 250, 1)
+    with pytest.raises(InvalidTopicError, match=r"topic name '\.\.' is not allowed"):
+        manager.create_topic("..", 1)
+    with pytest.raises(InvalidTopicError, match="'a b' may contain only ASCII letters, digits"):
+        manager.create_topic("a b", 1)
+    assert manager.topic_by_id(uuid.uuid4()) is None
+
+
+def test_data_dir_is_created_locked_and_marked_clean(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        manager = LogManager(tmp_path / "new" / "data")
+    finally:
+        os.umask(old)
+    data = tmp_path / "new" / "data"
+    assert (data / ".lock").stat().st_mode & 0o777 == 0o644
+    with pytest.raises(KafkaStorageError, match="is held\\); stop that broker or use another directory$"):
+        LogManager(data)
+    manager.close()
+    assert json.loads((data / ".kafka_cleanshutdown").read_text()) == {"version": 0}
+    with pytest.raises(KafkaStorageError, match="the log manager of .* is closed"):
+        manager.create_topic("t", 1)
+
+
+def test_background_thread_ticks(open_manager: Open, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = open_manager()
+    ticked = threading.Event()
+    monkeypatch.setattr(manager, "tick", lambda now_ms=None: ticked.set())
+    manager.start_background(0.01)
+    assert ticked.wait(10)
+    thread = next(t for t in threading.enumerate() if t.name == "samsa-log-manager")
+    assert thread.daemon
+
+
+def test_the_manager_schedules_from_the_wall_clock_by_default(open_manager: Open) -> None:
+    before = time.time_ns() // 1_000_000
+    manager = open_manager({"log.flush.offset.checkpoint.interval.ms": 60_000})
+    after = time.time_ns() // 1_000_000
+    assert before + 60_000 <= manager._next_checkpoint_ms <= after + 60_000
+    assert type(manager._next_checkpoint_ms) is int
