@@ -42,7 +42,7 @@ class ProducerMetrics:
         # The error of the latest failed batch (KafkaProducer.last_error()).
         self.last_error: BaseException | None = None
 
-    def record_request(self, batches: int, records: int, size: int) -> None:
+    def record_request(self, batches: int, size: int) -> None:
         with self._lock:
             self.requests_sent += 1
             self.batches_sent += batches

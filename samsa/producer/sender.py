@@ -297,11 +297,9 @@ class Sender(threading.Thread):
         by_topic: dict[str, list[Any]] = {}
         records_by_partition: dict[TopicPartition, ProducerBatch] = {}
         size = 0
-        records = 0
         for batch in batches:
             data = batch.records()
             size += len(data)
-            records += batch.record_count
             tp = batch.topic_partition
             records_by_partition[tp] = batch
             by_topic.setdefault(tp.topic, []).append(
@@ -313,7 +311,7 @@ class Sender(threading.Thread):
             timeout_ms=self.request_timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
         )
-        self.metrics.record_request(len(batches), records, size)
+        self.metrics.record_request(len(batches), size)
 
         def on_response(response: Any) -> None:
             self._handle_produce_response(response, records_by_partition, node)
@@ -373,15 +371,14 @@ class Sender(threading.Thread):
                 record_errors: dict[int, BaseException] | None = None
                 if part.error_code:
                     cls = for_code(part.error_code)
-                    message = getattr(part, "error_message", None)
+                    message = part.error_message
                     err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
-                    if getattr(part, "record_errors", None):
+                    if part.record_errors:
                         record_errors = {
                             e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
                             for e in part.record_errors
                         }
-                log_append_time = getattr(part, "log_append_time_ms", -1)
-                self._complete_batch(batch, err, part.base_offset, log_append_time, record_errors, now)
+                self._complete_batch(batch, err, part.base_offset, part.log_append_time_ms, record_errors, now)
         for tp, batch in batches.items():
             if tp not in seen:
                 self._complete_batch(batch, NetworkError(
