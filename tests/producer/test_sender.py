@@ -7,7 +7,8 @@ anything, so a retried batch is never a duplicate and exactly-once checks stay v
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 
 import pytest
 
@@ -15,8 +16,22 @@ from samsa import KafkaProducer
 from samsa.errors import (
     InvalidRecordError,
     KafkaTimeoutError,
+    MessageTooLargeError,
+    NetworkError,
+    NotLeaderOrFollowerError,
+    ProducerClosedError,
     TopicAuthorizationFailedError,
+    UnsupportedVersionError,
 )
+from samsa.net.clock import MockClock
+from samsa.net.cluster import Cluster, Node, PartitionInfo
+from samsa.net.request import ClientRequest
+from samsa.producer.batch import ProducerBatch, TopicPartition
+from samsa.producer.future import RecordFuture
+from samsa.producer.metrics import ProducerMetrics
+from samsa.producer.sender import Sender
+from samsa.protocol import InitProducerIdRequest, ProduceResponse
+from samsa.records.builder import RecordBatchBuilder
 from tests.support.mock_cluster import MockCluster
 
 from .test_producer_mock import (
@@ -216,3 +231,533 @@ def test_max_in_flight_one_without_idempotence_keeps_order_through_retries(clust
     got = read_back(cluster.bootstrap_servers, "t", 4, len(records) + 1)
     got[0] = [kv for kv in got[0] if kv[1] != b"warm-up"]
     check_exactly_once_in_order(got, records, 4)
+
+
+# --- unit tests: the Sender alone, against fakes and a MockClock --------------------------
+#
+# Each test drives run_once() by hand: what the accumulator hands out, what the "broker"
+# answers and when, are all set by the test (Java's SenderTest does the same with MockClient
+# and MockTime).
+
+LEADER = Node(1, "broker-1.example", 9092)
+TP0 = TopicPartition("t", 0)
+
+
+def _cluster(leader: Node | None = LEADER) -> Cluster:
+    return Cluster([LEADER], [PartitionInfo("t", 0, leader), PartitionInfo("t", 1, LEADER)])
+
+
+class _Client:
+    """NetworkClient stand-in: every node is ready; requests are kept for the test to answer."""
+
+    def __init__(self) -> None:
+        self.sent: list[ClientRequest] = []
+        self.least_loaded_asked: list[int] = []
+        self.least_loaded: Node | None = None
+
+    def ready(self, node: Node, now: int) -> bool:
+        return True
+
+    def connection_delay(self, node: Node, now: int) -> int:
+        return 0
+
+    def send(self, request: ClientRequest, now: int) -> None:
+        self.sent.append(request)
+
+    def poll(self, timeout: int, now: int) -> None:
+        pass
+
+    def in_flight_request_count(self) -> int:
+        return 0
+
+    def least_loaded_node(self, now: int) -> Node | None:
+        self.least_loaded_asked.append(now)
+        return self.least_loaded  # None: no broker known, InitProducerId backs off
+
+    def pick_version(self, node: Node, api_key: int, low: int, high: int) -> int:
+        return high
+
+    def wakeup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Metadata:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def fetch(self) -> Cluster:
+        return self.cluster
+
+    def add(self, topic: str, now: int) -> None:
+        pass
+
+    def request_update(self) -> None:
+        pass
+
+
+class _Accumulator:
+    """Hands out ``to_drain`` / ``expired`` once; records what the Sender gives back."""
+
+    def __init__(self) -> None:
+        self.to_drain: list[ProducerBatch] = []
+        self.expired: list[ProducerBatch] = []
+        self.deallocated: list[ProducerBatch] = []
+        self.reenqueued: list[ProducerBatch] = []
+        self.aborted: list[BaseException] = []
+        self.unmuted: list[TopicPartition] = []
+        self.split: list[ProducerBatch] = []
+
+    def ready(self, view: object, now: int) -> SimpleNamespace:
+        return SimpleNamespace(ready_nodes={LEADER.id} if self.to_drain else set(),
+                               unknown_leader_topics=set(), next_ready_check_delay_ms=100)
+
+    def update_node_latency_stats(self, node_id: int, now: int, ready: bool) -> None:
+        pass
+
+    def drain(self, view: object, nodes: object, max_size: int, now: int) -> dict[int, list[ProducerBatch]]:
+        batches, self.to_drain = self.to_drain, []
+        return {LEADER.id: batches}
+
+    def mute_partition(self, tp: TopicPartition) -> None:
+        pass
+
+    def unmute_partition(self, tp: TopicPartition) -> None:
+        self.unmuted.append(tp)
+
+    def split_and_reenqueue(self, batch: ProducerBatch) -> None:
+        self.split.append(batch)
+
+    def reset_next_batch_expiry_time(self) -> None:
+        pass
+
+    def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
+        pass
+
+    def expired_batches(self, now: int) -> list[ProducerBatch]:
+        expired, self.expired = self.expired, []
+        return expired
+
+    def next_expiry_time_ms(self) -> None:
+        return None
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        self.deallocated.append(batch)
+
+    def reenqueue(self, batch: ProducerBatch, now: int) -> None:
+        batch.reenqueued(now)
+        self.reenqueued.append(batch)
+
+    def abort_incomplete_batches(self, error: BaseException) -> None:
+        self.aborted.append(error)
+
+    def has_undrained(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+class _TransactionManager:
+    """Records what the Sender tells the idempotence bookkeeping."""
+
+    epoch_bump_required = False
+
+    def __init__(self, needs_producer_id: bool = False) -> None:
+        self.needs_producer_id = needs_producer_id
+        self.failed: list[tuple[ProducerBatch, BaseException, bool]] = []
+        self.completed: list[ProducerBatch] = []
+        self.removed: list[ProducerBatch] = []
+        self.retriable: BaseException | None = None  # what can_retry() says yes to
+
+    def needs_init_producer_id(self) -> bool:
+        return self.needs_producer_id
+
+    def handle_failed_batch(self, batch: ProducerBatch, error: BaseException, maybe_written: bool) -> None:
+        self.failed.append((batch, error, maybe_written))
+
+    def handle_completed_batch(self, batch: ProducerBatch) -> None:
+        self.completed.append(batch)
+
+    def can_retry(self, batch: ProducerBatch, error: BaseException) -> bool:
+        return isinstance(batch, ProducerBatch) and error is self.retriable
+
+    def remove_in_flight_batch(self, batch: ProducerBatch) -> None:
+        self.removed.append(batch)
+
+    def init_producer_id_request(self, version: int) -> InitProducerIdRequest:
+        return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+
+
+def _sender(clock: MockClock, tm: _TransactionManager | None = None, **config: int) -> Sender:
+    settings = {"retries": 5, "delivery_timeout_ms": 1000, "retry_backoff_ms": 100,
+                "retry_backoff_max_ms": 1000, **config}
+    return Sender(_Client(), _Metadata(_cluster()), _Accumulator(), acks=-1, max_request_size=1 << 20,
+                  request_timeout_ms=30_000, guarantee_message_order=True, transaction_manager=tm,
+                  metrics=ProducerMetrics(clock), clock=clock, **settings)
+
+
+def _batch(clock: MockClock, records: int = 1, tp: TopicPartition = TP0) -> tuple[ProducerBatch, list[RecordFuture]]:
+    now = clock.milliseconds()
+    batch = ProducerBatch(tp, RecordBatchBuilder(batch_size_limit=16_384), now)
+    futures = []
+    for i in range(records):
+        future = batch.try_append(now, None, b"v%d" % i, None, None, now)
+        assert future is not None
+        futures.append(future)
+    return batch, futures
+
+
+def _send(sender: Sender, *batches: ProducerBatch) -> ClientRequest:
+    sender.accumulator.to_drain = list(batches)
+    sender.run_once()
+    return sender.client.sent[-1]
+
+
+def _answer(request: ClientRequest, error_code: int = 0,
+            record_errors: Sequence[tuple[int, str]] = ()) -> None:
+    part = ProduceResponse.PartitionProduceResponse(
+        index=0, error_code=error_code, error_message=None, base_offset=7, log_append_time_ms=-1,
+        record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m) for i, m in record_errors],
+    )
+    body = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[part])])
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=False, timed_out=False, error=None, body=body))
+
+
+def _error(future: RecordFuture) -> BaseException:
+    error = future.exception(timeout=0)
+    assert error is not None
+    return error
+
+
+@pytest.mark.parametrize(("attempts", "where"), [
+    (0, "the batch was never sent"),
+    (1, "the batch was retried 1 time(s)"),
+    (2, "the batch was retried 2 time(s)"),
+], ids=["never-sent", "retried-once", "retried-twice"])
+def test_unit_queued_batch_expiry_error_says_how_long_where_and_what_to_do(attempts: int, where: str) -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock, records=2)
+    for _ in range(attempts):
+        batch.reenqueued(clock.milliseconds())
+    clock.advance(1234)
+    sender.accumulator.expired = [batch]
+    sender.run_once()
+    error = _error(futures[0])
+    assert isinstance(error, KafkaTimeoutError)
+    assert str(error) == (
+        "Timed out after 1000 ms waiting for 2 record(s) for t-0 to be delivered: 1234 ms have passed "
+        f"since the batch was created ({where}; delivery.timeout.ms=1000); check that the partition's "
+        "leader (broker 1 at broker-1.example:9092) is reachable and that the topic exists, "
+        "or raise delivery.timeout.ms."
+    )
+    # A batch retried before may have been written (Java's Sender.failBatch: maybe written
+    # unless it was never sent).
+    assert tm.failed == [(batch, error, attempts > 0)]
+    assert sender.accumulator.deallocated == [batch]
+
+
+def test_unit_in_flight_batch_expiry_error_names_an_unknown_leader() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock)
+    _send(sender, batch)
+    sender.metadata.cluster = _cluster(leader=None)  # the leader went away meanwhile
+    clock.advance(1000)
+    sender.run_once()
+    error = _error(futures[0])
+    assert str(error) == (
+        "Timed out after 1000 ms waiting for 1 record(s) for t-0 to be delivered: 1000 ms have passed "
+        "since the batch was created (the request was sent but the broker has not answered; "
+        "delivery.timeout.ms=1000); check that the partition's leader (unknown) is reachable and "
+        "that the topic exists, or raise delivery.timeout.ms."
+    )
+    assert tm.failed == [(batch, error, True)]
+
+
+def test_unit_expired_records_metric_adds_up_over_expiries() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock)
+    first, _ = _batch(clock, records=1)
+    second, _ = _batch(clock, records=2)
+    clock.advance(1000)
+    for batch in (first, second):
+        sender.accumulator.expired = [batch]
+        sender.run_once()
+    assert sender.metrics.expired_records == 3
+    assert sender.metrics.record_errors == 3
+
+
+def test_unit_retries_stop_once_the_batch_used_up_its_retries() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=1)
+    batch, futures = _batch(clock)
+    _answer(_send(sender, batch), NOT_LEADER_OR_FOLLOWER)
+    assert sender.accumulator.reenqueued == [batch]
+    assert not futures[0].done()
+    _answer(_send(sender, batch), NOT_LEADER_OR_FOLLOWER)  # attempts == retries: no more
+    assert sender.accumulator.reenqueued == [batch]
+    assert isinstance(_error(futures[0]), NotLeaderOrFollowerError)
+    assert sender.accumulator.deallocated == [batch]
+
+
+def test_unit_a_retriable_error_at_the_delivery_timeout_fails_the_batch() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=100)
+    batch, futures = _batch(clock)
+    request = _send(sender, batch)
+    clock.advance(1000)  # answered exactly at delivery.timeout.ms (Java's ProducerBatch.hasReachedDeliveryTimeout)
+    _answer(request, NOT_LEADER_OR_FOLLOWER)
+    assert sender.accumulator.reenqueued == []
+    assert isinstance(_error(futures[0]), NotLeaderOrFollowerError)
+
+
+def test_unit_per_record_errors_reach_each_record() -> None:
+    # KIP-467: INVALID_RECORD names the bad records; the others of the batch were not written.
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock)
+    batch, futures = _batch(clock, records=3)
+    _answer(_send(sender, batch), INVALID_RECORD, record_errors=[(1, "record 1 has no key")])
+    errors = [_error(f) for f in futures]
+    assert all(isinstance(e, InvalidRecordError) for e in errors)
+    assert str(errors[1]) == "INVALID_RECORD (error code 87): record 1 has no key"
+    other = ("INVALID_RECORD (error code 87): record not written because another record of its batch "
+             "for t-0 was invalid")
+    assert [str(errors[0]), str(errors[2])] == [other, other]
+
+
+def test_unit_force_close_fails_in_flight_batches_as_maybe_written() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock)
+    _send(sender, batch)
+    sender.force_close()
+    sender.run()  # on this thread: the loop ends at once and aborts what is left
+    error = _error(futures[0])
+    assert isinstance(error, ProducerClosedError)
+    # The request went out: the broker may have appended it (the idempotence bookkeeping
+    # must then bump the epoch rather than reuse the sequence).
+    assert tm.failed == [(batch, error, True)]
+    assert sender.accumulator.aborted == [error]
+    assert sender.accumulator.deallocated == [batch]
+
+
+@pytest.mark.parametrize(("backoff_ms", "max_ms", "gaps"), [
+    (100, 1000, [100, 200, 400, 800, 1000, 1000]),
+    # The exponent stops at 20 (2**20 times retry.backoff.ms), whatever the maximum.
+    (1, 2**40, [2 ** min(n, 20) for n in range(23)]),
+], ids=["capped-by-max", "exponent-capped"])
+def test_unit_init_producer_id_backs_off_exponentially(backoff_ms: int, max_ms: int, gaps: list[int]) -> None:
+    # Java's Sender.maybeSendAndPollTransactionalRequest with no node to ask: back off
+    # retry.backoff.ms, doubling up to retry.backoff.max.ms (KIP-580).
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, _TransactionManager(needs_producer_id=True),
+                     retry_backoff_ms=backoff_ms, retry_backoff_max_ms=max_ms)
+    asked = sender.client.least_loaded_asked
+    sender.run_once()
+    assert asked == [10_000]
+    last = 10_000
+    for gap in gaps:
+        clock.set_ms(last + gap - 1)
+        sender.run_once()
+        assert asked[-1] == last, f"asked again before {gap} ms"
+        clock.set_ms(last + gap)
+        sender.run_once()
+        assert asked[-1] == last + gap, f"not asked again after {gap} ms"
+        last += gap
+
+
+def test_unit_produce_request_carries_every_drained_batch_and_success_completes_them() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    first, first_futures = _batch(clock, records=2)
+    second, second_futures = _batch(clock, records=1, tp=TopicPartition("t", 1))
+    request = _send(sender, first, second)
+    assert (request.destination, request.expect_response, request.created_ms) == (LEADER.id, True, 10_000)
+    assert (request.min_version, request.max_version) == (3, 12)  # v2 record batches; topic names
+    body = request.request
+    assert (body.transactional_id, body.acks, body.timeout_ms) == (None, -1, 30_000)
+    assert [(t.name, [(p.index, p.records) for p in t.partition_data]) for t in body.topic_data] == [
+        ("t", [(0, first.records()), (1, second.records())])]
+    metrics = sender.metrics
+    assert (metrics.requests_sent, metrics.batches_sent) == (1, 2)
+    assert metrics.bytes_sent == len(first.records()) + len(second.records())
+    parts = [ProduceResponse.PartitionProduceResponse(
+        index=p, error_code=0, base_offset=offset, log_append_time_ms=1_700_000_000_123)
+             for p, offset in ((0, 7), (1, 40))]
+    assert request.callback is not None
+    request.callback(SimpleNamespace(
+        latency_ms=1, disconnected=False, timed_out=False, error=None,
+        body=ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=parts)])))
+    got = [(md.partition, md.offset, md.timestamp) for md in (f.get(timeout=0) for f in first_futures + second_futures)]
+    assert got == [(0, 7, 1_700_000_000_123), (0, 8, 1_700_000_000_123), (1, 40, 1_700_000_000_123)]
+    assert metrics.records_sent == 3
+    assert tm.completed == [first, second]
+    assert sender.accumulator.deallocated == [first, second]
+
+
+def test_unit_acks_0_records_count_as_sent_without_offsets() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock)
+    sender.acks = 0
+    batch, futures = _batch(clock)
+    request = _send(sender, batch)
+    assert request.expect_response is False
+    assert request.request.acks == 0
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=0, disconnected=False, timed_out=False, error=None, body=None))
+    metadata = futures[0].get(timeout=0)
+    assert (metadata.offset, metadata.has_offset()) == (-1, False)
+    assert metadata.timestamp == 10_000  # the record's own timestamp: no log append time
+    assert sender.metrics.records_sent == 1
+
+
+@pytest.mark.parametrize(("timed_out", "cause", "text"), [
+    (True, None, "NETWORK_EXCEPTION (error code 13): node 1 did not answer within request.timeout.ms a produce request with 2 batch(es)"),
+    (False, "connection reset", ("NETWORK_EXCEPTION (error code 13): node 1 was disconnected before it answered "
+                                 "a produce request with 2 batch(es): connection reset")),
+], ids=["timed-out", "disconnected"])
+def test_unit_a_lost_connection_fails_every_batch_of_the_request(timed_out: bool, cause: str | None,
+                                                                 text: str) -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=0)
+    first, first_futures = _batch(clock)
+    second, second_futures = _batch(clock, tp=TopicPartition("t", 1))
+    request = _send(sender, first, second)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=True, timed_out=timed_out,
+                                     error=None if cause is None else RuntimeError(cause), body=None))
+    errors = [_error(f) for f in first_futures + second_futures]
+    assert all(isinstance(e, NetworkError) for e in errors)
+    assert [str(e) for e in errors] == [text, text]
+    assert sender.accumulator.deallocated == [first, second]
+
+
+def test_unit_a_client_side_failure_fails_every_batch_with_it() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=0)
+    first, first_futures = _batch(clock)
+    second, second_futures = _batch(clock, tp=TopicPartition("t", 1))
+    request = _send(sender, first, second)
+    failure = UnsupportedVersionError("no usable Produce version")
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=False, timed_out=False, error=failure, body=None))
+    assert [_error(f) for f in first_futures + second_futures] == [failure, failure]
+
+
+def test_unit_partition_errors_carry_the_broker_message_and_missing_partitions_fail() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=0)
+    named, named_futures = _batch(clock)
+    missing, missing_futures = _batch(clock, tp=TopicPartition("t", 1))
+    plain, plain_futures = _batch(clock, tp=TopicPartition("u", 0))
+    sender.metadata.cluster = Cluster([LEADER], [PartitionInfo("t", 0, LEADER), PartitionInfo("t", 1, LEADER),
+                                                 PartitionInfo("u", 0, LEADER)])
+    request = _send(sender, named, missing, plain)
+    responses = [
+        # A partition the request did not name is ignored; the ones after it still count.
+        ProduceResponse.TopicProduceResponse(name="t", partition_responses=[
+            ProduceResponse.PartitionProduceResponse(index=5, error_code=0, base_offset=0),
+            ProduceResponse.PartitionProduceResponse(
+                index=0, error_code=INVALID_RECORD, error_message="record too old", base_offset=-1)]),
+        ProduceResponse.TopicProduceResponse(name="u", partition_responses=[
+            ProduceResponse.PartitionProduceResponse(index=0, error_code=INVALID_RECORD, base_offset=-1)]),
+    ]
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=False, timed_out=False, error=None,
+                                     body=ProduceResponse(responses=responses)))
+    assert str(_error(named_futures[0])) == "INVALID_RECORD (error code 87): record too old (t-0)"
+    assert str(_error(plain_futures[0])) == f"INVALID_RECORD (error code 87): {InvalidRecordError.message} (u-0)"
+    error = _error(missing_futures[0])
+    assert isinstance(error, NetworkError)
+    assert str(error) == "NETWORK_EXCEPTION (error code 13): node 1 answered a produce request without a result for t-1"
+
+
+def test_unit_message_too_large_splits_multi_record_batches_and_fails_single_records() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    pairs = [_batch(clock, records=2), _batch(clock, records=2)]
+    for batch, _ in pairs:
+        _answer(_send(sender, batch), MESSAGE_TOO_LARGE)
+    batches = [b for b, _ in pairs]
+    assert sender.accumulator.split == batches
+    assert sender.accumulator.deallocated == batches
+    assert tm.removed == batches  # the split batches get new sequences
+    assert sender.metrics.batch_splits == 2
+    assert sender.accumulator.unmuted == [TP0, TP0]
+    single, futures = _batch(clock, records=1)
+    _answer(_send(sender, single), MESSAGE_TOO_LARGE)
+    assert isinstance(_error(futures[0]), MessageTooLargeError)
+    assert sender.accumulator.split == batches
+
+
+def test_unit_the_idempotence_manager_may_allow_a_retry() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock)
+    tm.retriable = failure = UnsupportedVersionError("not retriable by itself")
+    request = _send(sender, batch)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=False, timed_out=False, error=failure, body=None))
+    assert sender.accumulator.reenqueued == [batch]
+    assert not futures[0].done()
+
+
+def test_unit_errors_that_are_not_kafka_errors_are_not_retried_and_are_recorded() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock)
+    failure = RuntimeError("no retriable attribute")
+    request = _send(sender, batch)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=False, timed_out=False, error=failure, body=None))
+    assert sender.accumulator.reenqueued == []
+    assert _error(futures[0]) is failure
+    assert sender.metrics.last_error is failure
+    assert tm.failed == [(batch, failure, False)]
+
+
+def test_unit_a_failed_request_may_have_been_written_a_rejected_batch_not() -> None:
+    # Java's Sender.failBatch / TransactionManager.handleFailedBatch: a network error leaves
+    # the batch possibly written; a broker's INVALID_RECORD means it was not.
+    clock = MockClock(now_ms=10_000)
+    tm = _TransactionManager()
+    sender = _sender(clock, tm, retries=0)
+    lost, _ = _batch(clock)
+    request = _send(sender, lost)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=1, disconnected=True, timed_out=True, error=None, body=None))
+    rejected, _ = _batch(clock)
+    _answer(_send(sender, rejected), INVALID_RECORD)
+    assert [(b, maybe_written) for b, _, maybe_written in tm.failed] == [(lost, True), (rejected, False)]
+    assert sender._in_flight_batches == {}
+
+
+def test_unit_a_retriable_init_producer_id_error_is_asked_again_after_the_backoff() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, _TransactionManager(needs_producer_id=True), retry_backoff_ms=100)
+    sender.client.least_loaded = LEADER
+    sender.run_once()
+    request = sender.client.sent[-1]
+    assert (request.destination, request.min_version, request.max_version) == (LEADER.id, 4, 4)
+    clock.advance(5)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(disconnected=False, error=None,
+                                     body=SimpleNamespace(error_code=COORDINATOR_NOT_AVAILABLE)))
+    clock.set_ms(10_104)
+    sender.run_once()
+    assert len(sender.client.sent) == 1
+    clock.set_ms(10_105)
+    sender.run_once()
+    assert len(sender.client.sent) == 2
