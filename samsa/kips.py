@@ -103,6 +103,10 @@ KIPS: tuple[Kip, ...] = (
         "retry.backoff.max.ms"),
     Kip(664, "Provide tooling to detect and abort hanging transactions", _P,
         ("samsa/broker/apis/describe_producers.py",), "DescribeProducers"),
+    Kip(679, "Producer will enable the strongest delivery guarantee by default", _P,
+        ("samsa/producer/config.py", "samsa/producer/sender.py"),
+        "acks=all and enable.idempotence=true by default; the broker has no ACLs yet to check "
+        "IDEMPOTENT_WRITE or WRITE"),
     Kip(700, "Add Describe Cluster API", _Y,
         ("samsa/admin/client.py", "samsa/broker/apis/cluster.py")),
     Kip(724, "Drop support for message formats v0 and v1", _Y,
