@@ -41,13 +41,13 @@ def target_compression(compression_type: str | None, source: Compression) -> Com
 
 def _record_error(batch: LegacyBatch, record: LegacyRecord, index: int, config: LogConfig,
                   source: Compression, now_ms: int) -> tuple[bool, str] | None:
-    """(is a timestamp error, message) for a record Kafka's validateRecord rejects, else None."""
+    """(is a timestamp error, message) for a record Kafka's validateRecord rejects, else None.
+
+    (validateRecord's inner-magic check is done while reading: ``read_legacy_produce`` rejects a
+    wrapper whose inner messages have another magic, and an uncompressed entry is its own batch.)"""
     if source != Compression.NONE and record.compressed:
         return False, (f"record {index}: compressed outer record should not have an inner "
                        "record with a compression attribute set")
-    if record.magic != batch.magic:
-        return False, (f"record {index}: magic {record.magic} does not match outer magic "
-                       f"{batch.magic}")
     if "compact" in config.cleanup_policy.split(",") and record.key is None:
         return False, f"record {index}: compacted topic cannot accept message without key"
     if not config.log_append_time and record.timestamp != -1:
