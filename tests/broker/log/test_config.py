@@ -103,3 +103,40 @@ def test_broker_setting_errors_say_what_is_wrong() -> None:
     with pytest.raises(ConfigError) as raised:
         resolve_broker_config({"log.segment.bytes": "lots"})
     assert "log.segment.bytes" in str(raised.value) and "expected an integer, got 'lots'" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"log.roll.hours": "x"}, "'log.roll.hours': expected an integer, got 'x'"),
+        ({"log.retention.minutes": "x"}, "'log.retention.minutes': expected an integer, got 'x'"),
+        ({"log.retention.hours": "x"}, "'log.retention.hours': expected an integer, got 'x'"),
+        ({"log.message.timestamp.type": "WallClock"},
+         "'log.message.timestamp.type': 'WallClock' is not one of CreateTime, LogAppendTime"),
+        ({"log.segment.bytes": 13}, "'log.segment.bytes': must be at least 14"),
+    ],
+    ids=["roll-hours", "retention-minutes", "retention-hours", "timestamp-type", "segment-bytes"],
+)
+def test_broker_fallback_and_choice_errors_name_the_setting(config: dict[str, object],
+                                                            message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve_broker_config(config)
+    assert str(raised.value) == f"Invalid setting {message}"
+
+
+def test_broker_segment_bytes_floor_is_accepted() -> None:
+    assert resolve_broker_config({"log.segment.bytes": 14})["log.segment.bytes"] == 14
+
+
+def test_every_log_setting_is_taken_from_the_configs() -> None:
+    config = LogConfig.from_configs(
+        {"log.index.interval.bytes": 100, "log.index.size.max.bytes": 2000,
+         "producer.id.expiration.ms": 5000, "log.segment.delete.delay.ms": 70},
+        {"cleanup.policy": "compact", "file.delete.delay.ms": "30"},
+    )
+    assert config.index_interval_bytes == 100
+    assert config.segment_index_bytes == 2000
+    assert config.producer_id_expiration_ms == 5000
+    assert config.cleanup_policy == "compact"
+    assert config.file_delete_delay_ms == 30
+    assert LogConfig.from_configs({"log.segment.delete.delay.ms": 70}).file_delete_delay_ms == 70

@@ -3,21 +3,25 @@ slices and through the network layer's writer."""
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import struct
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from samsa.broker.log import FileSlice, Log, LogManager
-from samsa.broker.log.down_conversion import MAX_READ_SIZE, LazyDownConversionRecords
+from samsa.broker.log.down_conversion import MAX_READ_SIZE, LazyDownConversionRecords, _Source
+from samsa.broker.log.file_slice import FileHandle
 from samsa.broker.network.connection import Outgoing
 from samsa.errors import UnsupportedCompressionTypeError
 from samsa.records import Compression, MemoryRecords, build_control_batch, iter_batches
 from samsa.records.control import ControlRecordType
 from samsa.records.conversion import down_convert
+from tests.records.legacy_data import message_set
 
 from .conftest import build_batch
 
@@ -167,3 +171,122 @@ def test_sent_through_a_socket_in_pieces(open_manager: Callable[..., LogManager]
     assert bytes(received[3:]) == LazyDownConversionRecords(read_all(log), 0, 0).read()
     got = offsets(bytes(received[3:]))
     assert got == list(range(len(got))) and len(got) > 2000
+
+
+# Framing of the source (down_conversion._Source): what counts as a complete batch.
+
+TINY = struct.pack(">qi", 0, 1) + b"\x02"  # the smallest complete entry: 13 bytes
+
+
+def slice_of(tmp_path: Path, data: bytes, size: int | None = None) -> FileSlice:
+    path = tmp_path / "source.log"
+    path.write_bytes(data)
+    handle = FileHandle(os.open(path, os.O_RDONLY), str(path))
+    return FileSlice(handle, 0, len(data) if size is None else size)
+
+
+def test_source_frames_complete_batches_and_stops_at_a_partial_tail() -> None:
+    one, two = build_batch(2), build_batch(5)
+    assert list(_Source(one + two + b"\x00" * 11).batches()) == [(0, len(one)), (len(one), len(two))]
+    assert list(_Source(one + two[:-1]).batches()) == [(0, len(one))]
+    assert list(_Source(TINY + one).batches()) == [(0, 13), (13, len(one))]
+    assert list(_Source(TINY[:-1]).batches()) == []
+    assert list(_Source(struct.pack(">qi", 0, 0) + one).batches()) == []  # length 0: corrupt
+
+
+def test_source_frames_headers_across_its_read_buffer(tmp_path: Path) -> None:
+    # A header split 11/1 across the first 64 KiB read; from a file, the re-read must not go
+    # past the slice's end.
+    first = struct.pack(">qi", 0, 65536 - 11 - 12) + b"\x00" * (65536 - 11 - 12)
+    data = first + TINY + TINY
+    expected = [(0, len(first)), (len(first), 13), (len(first) + 13, 13)]
+    assert list(_Source(data).batches()) == expected
+    assert list(_Source(slice_of(tmp_path, data)).batches()) == expected
+
+
+def test_source_reads_files_through_short_reads(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    data = bytes(range(50))
+    source = _Source(slice_of(tmp_path, data))
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, offset: real(fd, min(n, 5), offset))
+    assert source.read(3, 43) == data[3:46]
+    with pytest.raises(OSError, match=r"the file ended 7 bytes early"):
+        _Source(slice_of(tmp_path, data, 57)).read(0, 57)
+
+
+def test_empty_source_has_nothing_pending() -> None:
+    lazy = LazyDownConversionRecords(b"", 1, 0)
+    assert lazy.size == 0 and isinstance(lazy.pending(), memoryview) and bytes(lazy.pending()) == b""
+
+
+def test_a_legacy_entry_is_not_converted() -> None:
+    """The log holds only v2 batches; anything else converts to nothing (an oversized stub)."""
+    legacy = message_set(1, [(b"k", b"v" * 60, 0)])
+    lazy = LazyDownConversionRecords(legacy, 1, 0)
+    assert lazy.size == 12 and struct.unpack(">qi", lazy.read()) == (-1, 61)
+
+
+def test_batches_after_an_unconvertible_entry_still_convert() -> None:
+    data = build_batch(2) + TINY + build_batch(3)
+    out = LazyDownConversionRecords(data, 0, 0).read()
+    assert len(offsets(out)) == 5
+
+
+def test_a_partly_sent_piece_is_sent_on() -> None:
+    lazy = LazyDownConversionRecords(build_batch(3), 1, 0)
+    piece = bytes(lazy.pending())
+    assert bytes(lazy.pending()) == piece
+    lazy.consume(5)
+    assert bytes(lazy.pending()) == piece[5:]
+    lazy.consume(len(piece) - 5)
+    assert lazy.read() == b""
+
+
+def test_chunk_boundaries_and_the_overflow_stub(caplog: pytest.LogCaptureFixture) -> None:
+    """After the first batch, each piece is the whole batches that fit in MAX_READ_SIZE (one
+    more byte starts a new piece); a batch larger than that is a piece of its own; what the
+    shrunken conversion leaves of the promise is one overflow entry with zeros after it."""
+    a, b2 = build_batch(1), build_batch(1, value_size=60_000)
+    value = MAX_READ_SIZE - len(b2) - 100
+    while len(b2) + len(b3 := build_batch(1, value_size=value)) < MAX_READ_SIZE:
+        value += 1
+    assert len(b2) + len(b3) == MAX_READ_SIZE
+    big, b4 = build_batch(1, value_size=MAX_READ_SIZE + 10), build_batch(2)
+    source = a + b2 + b3 + big + b4
+    lazy = LazyDownConversionRecords(source, 0, 0)
+
+    def conv(*batches: bytes) -> bytes:
+        return down_convert(list(iter_batches(b"".join(batches))), 0, 0)  # type: ignore[arg-type]
+
+    expected = [conv(a), conv(b2, b3), conv(big), conv(b4)]
+    pieces = []
+    with caplog.at_level("WARNING"):
+        while piece := bytes(lazy.pending()):
+            pieces.append(piece)
+            lazy.consume(len(piece))
+    assert not caplog.records
+    assert pieces[:4] == expected
+    (stub,) = pieces[4:]
+    remaining = len(source) - sum(map(len, expected))
+    assert len(stub) == remaining > 13
+    assert stub == struct.pack(">qi", -1, remaining + 1) + bytes(remaining - 12)
+
+
+def test_a_failing_read_mid_send_ends_with_an_overflow_stub(tmp_path: Path,
+                                                             caplog: pytest.LogCaptureFixture
+                                                             ) -> None:
+    first, big = build_batch(1), build_batch(1, value_size=300_000)
+    records = slice_of(tmp_path, first + big)
+    lazy = LazyDownConversionRecords(records, 1, 0)
+    os.truncate(tmp_path / "source.log", len(first) + 10)  # the segment is cut mid-send
+    with caplog.at_level("ERROR"):
+        out = lazy.read()
+    assert len(out) == lazy.size
+    converted = down_convert(list(iter_batches(first)), 1, 0)  # type: ignore[arg-type]
+    remaining = lazy.size - len(converted)
+    assert out[:len(converted)] == converted
+    assert out[len(converted):][:12] == struct.pack(">qi", -1, remaining + 1)
+    (record,) = caplog.records
+    assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
+    assert f"the file ended {len(big) - 10} bytes early" in str(record.exc_info[1])

@@ -116,3 +116,64 @@ def test_record_checks() -> None:
     with pytest.raises(MessageTooLargeError):
         up_convert(message_set(1, [(b"k", b"v" * 100, NOW)]), LogConfig(max_message_bytes=50),
                    NOW)
+
+
+def test_record_errors_say_which_record_and_why() -> None:
+    nested = wrapper(1, 1, gzip.compress(entry(0, message(1, b"k", b"v", 0x01, NOW))), 0, NOW)
+    with pytest.raises(InvalidRecordError, match="record 0: compressed outer record should not have an "
+                       "inner record with a compression attribute set"):
+        up_convert(nested, CONFIG, NOW)
+    old_inner = wrapper(1, 1, gzip.compress(entry(0, message(0, b"k", b"v"))), 0, NOW)
+    with pytest.raises(InvalidRecordError, match="compressed message magic 0 does not match wrapper "
+                       "magic 1"):
+        up_convert(old_inner, CONFIG, NOW)
+    both = LogConfig(cleanup_policy="delete,compact")
+    with pytest.raises(InvalidRecordError, match="record 1: compacted topic cannot accept message "
+                       "without key"):
+        up_convert(wrapper(1, 1, gzip.compress(message_set(1, [(b"k", b"v", NOW), (None, b"v", NOW)])),
+                           1, NOW), both, NOW)
+    producer_set = wrapper(1, 1, gzip.compress(entry(0, message(1, b"k", b"v", 0, NOW))), 0, NOW,
+                           log_append_time=True)
+    with pytest.raises(InvalidTimestampError, match="record 0: invalid timestamp type in message; "
+                       "producers must not set the timestamp type to LogAppendTime"):
+        up_convert(producer_set, LogConfig(log_append_time=True), NOW)
+    with pytest.raises(InvalidRecordError, match="the produce request has no complete message for "
+                       "this partition"):
+        up_convert(message_set(1, [(b"k", b"v", NOW)])[:-3], CONFIG, NOW)
+    gz = kafka_python_set(1, 1, ROWS)
+    with pytest.raises(InvalidRecordError, match=": Compressed outer record has more than one batch$"):
+        up_convert(gz + gz, CONFIG, NOW)
+
+
+def test_create_time_bounds_are_inclusive() -> None:
+    """LogValidator.validateTimestamp: a timestamp exactly before.max/after.max away is accepted;
+    -1 (no timestamp) is never range-checked."""
+    bounded = LogConfig(timestamp_before_max_ms=1000, timestamp_after_max_ms=2000)
+    edges = message_set(1, [(b"a", b"v", NOW - 1000), (b"b", b"v", NOW + 2000), (b"c", b"v", -1)])
+    assert [r.timestamp for r in only_batch(up_convert(edges, bounded, NOW))] == [
+        NOW - 1000, NOW + 2000, -1]
+    for ts in (NOW - 1001, NOW + 2001, 1):
+        with pytest.raises(InvalidTimestampError,
+                           match=rf"timestamp {ts} of message with offset 0 is out of range; it must "
+                                 rf"be within \[{NOW - 1000}, {NOW + 2000}\]"):
+            up_convert(message_set(1, [(b"k", b"v", ts)]), bounded, NOW)
+
+
+def test_only_the_first_three_record_errors_are_shown() -> None:
+    data = wrapper(1, 1, gzip.compress(message_set(1, [(None, b"v", NOW)] * 4)), 3, NOW)
+    with pytest.raises(InvalidRecordError) as raised:
+        up_convert(data, LogConfig(cleanup_policy="compact"), NOW)
+    text = str(raised.value)
+    assert "rejected due to 4 record errors" in text
+    assert "record 2: compacted topic cannot accept message without key; " not in text
+    assert "record 1: compacted topic cannot accept message without key; record 2:" in text
+    assert "record 3:" not in text
+
+
+def test_large_sets_become_one_create_time_batch() -> None:
+    """The rebuilt batch has no size limit of its own (max.message.bytes was checked on the
+    legacy set) and is CreateTime until the log stamps LogAppendTime."""
+    data = message_set(1, [(b"k%d" % i, b"v" * 1000, NOW) for i in range(40)])
+    batch = only_batch(up_convert(data, CONFIG, NOW))
+    assert len(list(batch)) == 40
+    assert batch.timestamp_type == TimestampType.CREATE_TIME
