@@ -549,6 +549,18 @@ def test_unit_force_close_fails_in_flight_batches_as_maybe_written() -> None:
     assert sender.accumulator.deallocated == [batch]
 
 
+def test_unit_force_close_error_says_what_happened_and_why() -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, _TransactionManager())
+    batch, futures = _batch(clock)
+    _send(sender, batch)
+    sender.force_close()
+    sender.run()
+    assert str(_error(futures[0])) == (
+        "the producer was closed before these records were sent or acknowledged (close() timed "
+        "out or was called with timeout 0); nothing more will be retried")
+
+
 @pytest.mark.parametrize(("backoff_ms", "max_ms", "gaps"), [
     (100, 1000, [100, 200, 400, 800, 1000, 1000]),
     # The exponent stops at 20 (2**20 times retry.backoff.ms), whatever the maximum.
