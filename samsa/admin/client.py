@@ -495,6 +495,7 @@ class AdminClient:
                 raise IllegalStateError("the AdminClient is closed; create a new one")
             deadline = monotonic_ms() + timeout
             tries = 0
+            answered: KafkaError | None = None  # the last error a broker answered
             while True:
                 try:
                     return attempt(deadline)
@@ -506,11 +507,19 @@ class AdminClient:
                     if e.invalid_metadata or isinstance(e, (NotControllerError,
                                                             KafkaConnectionError)):
                         self._need_refresh = True
+                    if not isinstance(e, KafkaTimeoutError):
+                        answered = e
                     wait = self._backoff.backoff(tries)
                     tries += 1
                     if monotonic_ms() + wait >= deadline:
-                        cause = (f"; it was waiting for {e.waited_for}"
-                                 if isinstance(e, KafkaTimeoutError) else f" (last error: {e})")
+                        if isinstance(e, KafkaTimeoutError):
+                            # The last try ran out of time: say what it waited for, and what
+                            # the try before it was answered.
+                            cause = f"; it was waiting for {e.waited_for}"
+                            if answered is not None:
+                                cause += f" (the previous try failed: {answered})"
+                        else:
+                            cause = f" (last error: {e})"
                         raise KafkaTimeoutError(f"{operation}{cause}", timeout) from e
                     log.debug("%s: retrying after %.0f ms: %s", operation, wait, e)
                     self._sleep(wait)

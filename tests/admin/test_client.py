@@ -290,12 +290,26 @@ def test_not_leader_is_retried_for_delete_records(admin: AdminClient,
 
 
 def test_retries_stop_at_the_time_limit(admin: AdminClient, apis: FaultyApis) -> None:
-    admin.list_topics()  # metadata first: the 300 ms below are for the retries alone
+    admin.list_topics()  # metadata first: the time limit below is for the retries alone
     apis.inject(CREATE_TOPICS, *[_respond_with_error(41)] * 1000)
+    # Long enough for at least one answer on a loaded machine: the error names the last
+    # answer whether or not a try is in flight at the limit.
     with pytest.raises(KafkaTimeoutError) as info:
-        admin.create_topics(["never"], timeout_ms=300)
+        admin.create_topics(["never"], timeout_ms=1500)
     text = str(info.value)
     assert "creating topics ['never']" in text and "NOT_CONTROLLER" in text, text
+
+
+def test_a_try_in_flight_at_the_limit_names_what_the_previous_try_was_answered(
+        admin: AdminClient, apis: FaultyApis) -> None:
+    admin.list_topics()
+    # NOT_CONTROLLER, then a try the broker never answers: the limit comes while it waits.
+    apis.inject(CREATE_TOPICS, _respond_with_error(41), lambda ctx: True)
+    with pytest.raises(KafkaTimeoutError) as info:
+        admin.create_topics(["never"], timeout_ms=1500)
+    text = str(info.value)
+    assert "waiting for the CreateTopics response" in text, text
+    assert "the previous try failed: " in text and "NOT_CONTROLLER" in text, text
 
 
 def test_unreachable_bootstrap_server_times_out_with_the_reason() -> None:
