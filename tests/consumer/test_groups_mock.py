@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -73,6 +74,30 @@ def test_join_consume_commit_committed(cluster: MockCluster) -> None:
         assert len(got) == 58
 
 
+@contextlib.contextmanager
+def polling_in_background(consumer: KafkaConsumer) -> Iterator[None]:
+    """Poll ``consumer`` on a thread of its own (as applications do) while the block runs; an
+    exception the thread meets fails the test."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def keep_polling() -> None:
+        try:
+            while not stop.is_set():
+                consumer.poll(0.1)
+        except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
+            errors.append(exc)
+
+    thread = threading.Thread(target=keep_polling)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors
+
+
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: str) -> None:
     group = f"g-rebalance-{strategy}"
@@ -86,28 +111,11 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
                 break
         assert len(c1.assignment()) == 4
         c2.subscribe([TOPIC])
-        stop = threading.Event()
-
-        polling_errors: list[BaseException] = []
-
-        def keep_polling() -> None:
-            try:
-                while not stop.is_set():
-                    c1.poll(0.1)
-            except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
-                polling_errors.append(exc)
-
-        t = threading.Thread(target=keep_polling)
-        t.start()
-        try:
+        with polling_in_background(c1):
             for _ in range(100):
                 c2.poll(0.2)
                 if len(c2.assignment()) == 2 and len(c1.assignment()) == 2:
                     break
-        finally:
-            stop.set()
-            t.join()
-        assert not polling_errors, polling_errors
         a1, a2 = c1.assignment(), c2.assignment()
         assert len(a1) == 2 and len(a2) == 2 and not (a1 & a2)
     finally:
@@ -127,28 +135,11 @@ def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
         # Each consumer polls on its own thread, as applications do: the mock answers a
         # follower's SyncGroup that comes after the leader's with an error, so a member
         # that is not polling when the JoinGroup answers arrive loses the round.
-        stop = threading.Event()
-
-        polling_errors: list[BaseException] = []
-
-        def keep_polling() -> None:
-            try:
-                while not stop.is_set():
-                    ours.poll(0.1)
-            except BaseException as exc:  # noqa: BLE001 -- the test thread fails on it
-                polling_errors.append(exc)
-
-        t = threading.Thread(target=keep_polling)
-        t.start()
-        try:
+        with polling_in_background(ours):
             for _ in range(150):
                 theirs.poll(0.1)
                 if len(ours.assignment()) == 2 and len(theirs.assignment()) == 2:
                     break
-        finally:
-            stop.set()
-            t.join()
-        assert not polling_errors, polling_errors
         mine = {(tp.topic, tp.partition) for tp in ours.assignment()}
         other = {(tp.topic, tp.partition) for tp in theirs.assignment()}
         assert len(mine) == 2 and len(other) == 2 and not (mine & other)
