@@ -39,6 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from samsa.broker.log import Log, LogConfig
 from samsa.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 from samsa.records import RecordBatchBuilder, iter_batches
+from tests.support.hypothesis_budget import examples
 
 INT32_MAX = 2**31 - 1
 RETAINED = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -327,6 +328,6 @@ class ProducerStateMachine(RuleBasedStateMachine):
 
 
 ProducerStateMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None,
+    max_examples=examples(150), stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 TestProducerState = ProducerStateMachine.TestCase
