@@ -5,6 +5,7 @@ import pytest
 from samsa.broker.log.config import (
     LONG_MAX,
     LogConfig,
+    broker_default,
     resolve_broker_config,
     validate_topic_configs,
 )
@@ -23,6 +24,15 @@ def test_kafka_defaults() -> None:
     assert not config.log_append_time
     assert config.timestamp_after_max_ms == 3_600_000
     assert config.timestamp_before_max_ms == LONG_MAX
+
+
+def test_broker_default_resolves_ms_settings_from_their_coarser_units() -> None:
+    # What DescribeConfigs reports as a topic setting's broker default (its synonym's value).
+    assert broker_default("log.roll.ms") == 168 * 3_600_000  # log.roll.hours
+    assert broker_default("log.retention.ms") == 168 * 3_600_000  # log.retention.hours
+    assert broker_default("log.roll.jitter.ms") == 0  # log.roll.jitter.hours, outside the log settings
+    assert broker_default("log.segment.bytes") == 1 << 30
+    assert broker_default("node.id") == 1  # a broker setting with a plain default
 
 
 def test_topic_overrides_win_over_broker_settings() -> None:
