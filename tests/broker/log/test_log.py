@@ -6,13 +6,16 @@ from pathlib import Path
 import pytest
 
 from samsa.broker.log import FileSlice, IsolationLevel, Log, LogConfig
+from samsa.broker.log.log import RecordTimestampError
 from samsa.broker.log.segment import LogSegment
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
+    UnsupportedCompressionTypeError,
 )
 from samsa.records import (
     Compression,
@@ -659,3 +662,522 @@ def test_an_abandoned_log_refuses_appends(tmp_path: Path) -> None:
     log.abandon()
     with pytest.raises(KafkaStorageError, match="closed"):
         log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+
+
+# -- produce validation: messages, fragments and limits -------------------------------------
+
+
+def _patched(data: bytes, offset: int, value: bytes) -> bytes:
+    """``data`` with ``value`` written at ``offset`` and the CRC recomputed."""
+    from samsa.records import rewrite_crc
+
+    buf = bytearray(data)
+    buf[offset : offset + len(value)] = value
+    rewrite_crc(buf)
+    return bytes(buf)
+
+
+def _with_codec(data: bytes, codec: int) -> bytes:
+    return _patched(data, 22, bytes([data[22] & ~0x07 | codec]))  # low byte of the attributes
+
+
+def _undecompressable() -> bytes:
+    gzipped = build_batch(2, compression=Compression.GZIP)
+    return _patched(gzipped, 61, bytes(len(gzipped) - 61))  # not a gzip stream
+
+
+def _count_claims_three(data: bytes) -> bytes:
+    """A two-record batch whose header declares three (count and last offset delta agree)."""
+    return _patched(_patched(data, 23, (2).to_bytes(4, "big")), 57, (3).to_bytes(4, "big"))
+
+
+_SECOND = len(build_batch(1))  # where the second batch of ``build_batch(1) + ...`` starts
+
+
+@pytest.mark.parametrize(
+    ("records", "error", "detail"),
+    [
+        (b"", InvalidRecordError, "the produce request has no record batches for this partition"),
+        (_with_byte(build_batch(2), 16, 1), InvalidRecordError,
+         ("batch at byte 0 has magic 1; this broker accepts only magic 2 record batches "
+          "(use a client that produces v2 batches)")),
+        (build_batch(1) + build_batch(2, pid=0, epoch=0, seq=-1), InvalidRecordError,
+         f"batch at byte {_SECOND} of t-0: idempotent batch of producer 0 has no base sequence"),
+        (build_batch(1) + build_batch(2, transactional=True), InvalidRecordError,
+         f"batch at byte {_SECOND} of t-0: transactional batch without a producer id"),
+        (build_batch(1) + _with_codec(build_batch(2), 5), UnsupportedCompressionTypeError,
+         f"batch at byte {_SECOND} of t-0: unknown compression codec 5"),
+        (build_batch(1) + _count_claims_three(build_batch(2)), InvalidRecordError,
+         f"batch at byte {_SECOND} of t-0: header declares 3 records but the batch holds 2"),
+    ],
+    ids=["empty", "magic", "pid-0-no-sequence", "transactional-no-pid", "codec-5", "count"],
+)
+def test_rejected_produce_names_the_batch_and_the_partition(
+    tmp_path: Path, records: bytes, error: type[KafkaError], detail: str
+) -> None:
+    log = open_log(tmp_path)
+    with pytest.raises(error) as raised:
+        log.append_as_leader(records, leader_epoch=0, now_ms=NOW)
+    assert raised.value.detail == detail
+    assert log.log_end_offset == 0
+    log.close()
+
+
+def test_records_that_do_not_decompress_are_corrupt(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    with pytest.raises(CorruptRecordError) as raised:
+        log.append_as_leader(build_batch(1) + _undecompressable(), leader_epoch=0, now_ms=NOW)
+    assert (raised.value.detail or "").startswith(
+        f"batch at byte {_SECOND} of t-0: records do not decompress (gzip")
+    log.close()
+
+
+def test_zstd_the_highest_codec_is_accepted(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(3, compression=Compression.ZSTD), leader_epoch=0, now_ms=NOW)
+    assert [o for o, _ in read_all(log)] == [0, 1, 2]
+    log.close()
+
+
+@pytest.mark.parametrize(
+    ("records", "error"),
+    [
+        # Fewer bytes than reach the magic byte: not a batch of another magic, a cut-off one.
+        (build_batch(2)[:16], CorruptRecordError),
+        (build_batch(2) + build_batch(2)[:10], CorruptRecordError),
+        # Kafka's ByteBufferLogInputStream checks the size as soon as the length is readable.
+        (build_batch(1, value_size=600)[:12], MessageTooLargeError),
+    ],
+    ids=["cut-before-magic", "second-cut-before-size", "length-only"],
+)
+def test_fragments_of_a_batch_are_rejected(
+    tmp_path: Path, records: bytes, error: type[Exception]
+) -> None:
+    log = open_log(tmp_path, max_message_bytes=500)
+    with pytest.raises(error):
+        log.append_as_leader(records, leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 0
+    log.close()
+
+
+def test_max_message_bytes_admits_a_batch_of_exactly_that_size(tmp_path: Path) -> None:
+    batch = build_batch(2, value_size=100)
+    exact = open_log(tmp_path / "exact", max_message_bytes=len(batch))
+    assert exact.append_as_leader(batch, leader_epoch=0, now_ms=NOW).last_offset == 1
+    exact.close()
+    under = open_log(tmp_path / "under", max_message_bytes=len(batch) - 1)
+    with pytest.raises(MessageTooLargeError, match=f"record batch of {len(batch)} bytes"):
+        under.append_as_leader(batch, leader_epoch=0, now_ms=NOW)
+    under.close()
+
+
+def test_a_record_older_than_the_base_timestamp_is_checked_against_before_max_ms(
+    tmp_path: Path,
+) -> None:
+    # Record 1 is 50 ms older than record 0 (the base): within one-byte deltas, and 1050 ms old.
+    log = open_log(tmp_path, message_timestamp_before_max_ms=1000)
+    with pytest.raises(RecordTimestampError) as raised:
+        log.append_as_leader(build_batch(2, ts=NOW - 1000, ts_step=-50), leader_epoch=0, now_ms=NOW)
+    message = (f"Timestamp {NOW - 1050} of record 1 is out of range. The timestamp should be "
+               f"within [{NOW - 1000}, {NOW + 3_600_000}]")
+    assert raised.value.record_errors == [(1, message)]
+    assert raised.value.detail == (
+        "batch at byte 0 of t-0: 1 record(s) rejected (message.timestamp.before.max.ms=1000, "
+        f"message.timestamp.after.max.ms=3600000), the first: {message}")
+    log.append_as_leader(build_batch(2, ts=NOW - 950, ts_step=-50), leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 2
+    log.close()
+
+
+def test_log_append_time_does_not_check_record_timestamps(tmp_path: Path) -> None:
+    # LogValidator.validateTimestamp only checks CreateTime records.
+    log = open_log(tmp_path, message_timestamp_type="LogAppendTime",
+                   message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=1000)
+    log.append_as_leader(build_batch(2, ts=BASE_TS), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(2, ts=NOW + 5000), leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 4
+    log.close()
+
+
+def test_a_later_batch_with_a_wrong_max_timestamp_is_corrected_in_place(tmp_path: Path) -> None:
+    # sarama sends MaxTimestamp -1: the broker stores the largest record timestamp.
+    second = _patched(build_batch(3, ts=BASE_TS + 100), 35, (-1).to_bytes(8, "big", signed=True))
+    log = open_log(tmp_path)
+    result = log.append_as_leader(build_batch(2) + second, leader_epoch=0, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (0, 4)
+    raw = log.read(0, 10**6).records.read()
+    first = validate_batch(raw, 0)
+    stored = validate_batch(raw, first.size)
+    assert (stored.base_offset, stored.records_count, stored.max_timestamp) == (2, 3, BASE_TS + 102)
+    assert [o for o, _ in records_of(raw)] == [0, 1, 2, 3, 4]
+    log.close()
+
+
+# -- append: offsets, flushing, rolling, producer state -------------------------------------
+
+
+def test_flush_messages_counts_every_record_since_the_last_flush(tmp_path: Path) -> None:
+    log = open_log(tmp_path, flush_messages=3)
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 0  # 2 of 3
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 3  # exactly flush.messages
+    log.append_as_leader(build_batch(2) + build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 6  # both batches of one request count
+    log.close()
+
+
+def test_a_retry_of_producer_zero_is_a_duplicate(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    batch = build_batch(2, pid=0, epoch=0, seq=0)
+    log.append_as_leader(batch, leader_epoch=0, now_ms=NOW)
+    retry = log.append_as_leader(batch, leader_epoch=0, now_ms=NOW + 1)
+    assert (retry.duplicate, retry.base_offset, retry.last_offset) == (True, 0, 1)
+    assert log.log_end_offset == 2
+    log.close()
+
+
+def test_batches_without_a_producer_id_leave_no_producer_state(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2) + build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert log.producer_state.producers == {}
+    log.close()
+
+
+def test_log_append_time_restamps_every_batch_of_a_request(tmp_path: Path) -> None:
+    log = open_log(tmp_path, message_timestamp_type="LogAppendTime")
+    result = log.append_as_leader(build_batch(2) + build_batch(3), leader_epoch=0, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (0, 4)
+    raw = log.read(0, 10**6).records.read()
+    headers = [batch.header for batch in MemoryRecords(raw).batches()]
+    assert [(h.base_offset, h.records_count, h.max_timestamp) for h in headers] == [(0, 2, NOW), (2, 3, NOW)]
+    assert log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW).base_offset == 5
+    log.close()
+
+
+def test_segment_ms_counts_from_creation_when_the_first_batch_has_no_timestamp(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_ms=1000)
+    log.append_as_leader(build_batch(1, ts=-1, ts_step=0), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(1, ts=-1, ts_step=0), leader_epoch=0, now_ms=NOW + 1000)
+    assert len(log.segments) == 1
+    log.append_as_leader(build_batch(1, ts=-1, ts_step=0), leader_epoch=0, now_ms=NOW + 1001)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    log.close()
+
+
+def test_a_segment_rolled_by_an_append_is_created_at_the_append_time(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=300)
+    log.append_as_leader(build_batch(2, value_size=100), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(2, value_size=100), leader_epoch=0, now_ms=NOW + 7)
+    assert [(s.base_offset, s.created_ms) for s in log.segments] == [(0, NOW), (2, NOW + 7)]
+    log.close()
+
+
+def test_a_segment_rolls_before_its_relative_offsets_overflow_int32(tmp_path: Path) -> None:
+    # Index entries hold offsets relative to the segment's base as int32 (LogSegment.canConvertToRelativeOffset).
+    top = (1 << 31) - 1
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    segment = LogSegment(directory, 0)
+    buf = bytearray(build_batch(1))
+    set_base_offset(buf, 0, top - 1)
+    segment.append(buf, [read_batch_header(buf)])
+    segment.close()
+    log = Log(directory, LogConfig(), topic="t", partition=0, now_ms=NOW)
+    assert log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW).last_offset == top
+    assert len(log.segments) == 1  # base + int32 max still fits
+    assert log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW).last_offset == top + 1
+    assert [s.base_offset for s in log.segments] == [0, top + 1]
+    log.close()
+
+
+def test_a_failed_write_is_a_storage_error_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    from samsa.broker.log import segment as segment_module
+
+    log = open_log(tmp_path)
+
+    def full(*_: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(segment_module.os, "pwrite", full)
+    with pytest.raises(KafkaStorageError) as raised:
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert raised.value.detail == (
+        f"writing to {log.active_segment.log_path} failed: [Errno {errno.ENOSPC}] "
+        f"{os.strerror(errno.ENOSPC)}; check the disk of the data dir")
+    monkeypatch.undo()
+    log.close()
+
+
+def test_an_append_reports_the_current_log_start(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(3), leader_epoch=0, now_ms=NOW)
+    log.delete_records_before(2)
+    assert log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW).log_start_offset == 2
+    marker = log.append_control_marker(producer_id=1, producer_epoch=0, commit=True,
+                                       coordinator_epoch=0, leader_epoch=0, now_ms=NOW)
+    assert marker.log_start_offset == 2
+    log.close()
+
+
+# -- opening, recovery, producer state on restart -------------------------------------------
+
+
+def _reopen(tmp_path: Path, **kwargs: object) -> Log:
+    return Log(tmp_path / "t-0", LogConfig(), topic="t", partition=0, **kwargs)  # type: ignore[arg-type]
+
+
+def _damage_first_batch_of_each_segment(log: Log) -> list[Path]:
+    """Flip a value byte of each segment's first batch: its CRC no longer matches."""
+    paths = [s.log_path for s in log.segments if s.size]
+    for path in paths:
+        data = bytearray(path.read_bytes())
+        data[read_batch_header(data).size - 3] ^= 0xFF
+        path.write_bytes(data)
+    return paths
+
+
+def test_reopening_after_a_crash_recovers_and_has_flushed_nothing(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2) + build_batch(2), leader_epoch=0, now_ms=NOW)
+    path = log.active_segment.log_path
+    log.abandon()
+    with path.open("ab") as f:
+        f.write(bytes(7))  # a torn write after the last batch
+    reopened = _reopen(tmp_path, now_ms=NOW)  # no recovery point, no clean shutdown: the defaults
+    assert (reopened.log_end_offset, reopened.recovered_bytes_truncated) == (4, 7)
+    assert reopened.recovery_point == 0
+    reopened.close()
+
+
+def test_a_clean_reopen_starts_flushed_to_the_log_end(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(3), leader_epoch=0, now_ms=NOW)
+    log.close()
+    reopened = _reopen(tmp_path, clean_shutdown=True, now_ms=NOW)
+    assert reopened.recovery_point == reopened.log_end_offset == 3
+    reopened.close()
+
+
+def test_segments_opened_by_a_log_are_created_at_its_clock(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=300)
+    assert log.active_segment.created_ms == NOW  # an empty directory: one new segment
+    for _ in range(2):
+        log.append_as_leader(build_batch(2, value_size=100), leader_epoch=0, now_ms=NOW)
+    log.close()
+    reopened = _reopen(tmp_path, clean_shutdown=True, now_ms=NOW + 5)
+    assert [s.created_ms for s in reopened.segments] == [NOW + 5, NOW + 5]
+    reopened.close()
+
+
+def test_a_clean_restart_trusts_the_segments_and_their_indexes(tmp_path: Path) -> None:
+    # LogLoader recovers segments only after an unclean shutdown: after a clean one the files
+    # are loaded as they are (indexes sanity-checked), so batch CRCs are not checked again.
+    log = open_log(tmp_path, segment_bytes=300, index_interval_bytes=1)
+    for _ in range(4):
+        log.append_as_leader(build_batch(1, value_size=60), leader_epoch=0, now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    indexes = [len(s.offset_index) for s in log.segments]
+    _damage_first_batch_of_each_segment(log)
+    log.close()
+    reopened = _reopen(tmp_path, clean_shutdown=True, now_ms=NOW)
+    assert (reopened.log_end_offset, reopened.recovered_bytes_truncated) == (4, 0)
+    assert [len(s.offset_index) for s in reopened.segments] == indexes == [1, 1]
+    reopened.close()
+
+
+def test_only_segments_from_the_recovery_point_on_are_recovered(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=300)
+    for _ in range(4):
+        log.append_as_leader(build_batch(1, value_size=60), leader_epoch=0, now_ms=NOW)
+    _damage_first_batch_of_each_segment(log)  # segment 0 (offsets 0-1) and segment 2 (2-3)
+    log.close()
+    # Recovery point 2: segment 0 was flushed before the crash and is trusted.
+    reopened = _reopen(tmp_path, recovery_point=2, now_ms=NOW)
+    assert [s.base_offset for s in reopened.segments] == [0, 2]
+    assert reopened.log_end_offset == 2 and reopened.recovered_bytes_truncated > 0
+    assert reopened.segments[0].size > 0
+    reopened.close()
+
+
+def test_reopening_drops_epochs_that_start_at_the_new_log_end(tmp_path: Path) -> None:
+    # LeaderEpochFileCache.truncateFromEnd: entries starting at or after the log end go.
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(2), leader_epoch=1, now_ms=NOW)
+    path = log.active_segment.log_path
+    log.abandon()
+    with path.open("r+b") as f:
+        f.truncate(len(build_batch(2)))  # the second batch never reached the disk
+    reopened = _reopen(tmp_path, now_ms=NOW)
+    assert (reopened.log_end_offset, reopened.latest_epoch) == (2, 0)
+    assert (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    reopened.close()
+
+
+def test_an_explicit_flush_restarts_the_flush_messages_count(tmp_path: Path) -> None:
+    log = open_log(tmp_path, flush_messages=3)
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.flush(now_ms=NOW)
+    assert log.recovery_point == 2
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 2  # 2 of 3 since the flush
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 5
+    log.close()
+
+
+def _aborted(log: Log, offset: int) -> list[tuple[int, int, int]]:
+    fetched = log.read(offset, 10**6, isolation=IsolationLevel.READ_COMMITTED)
+    assert fetched.aborted_transactions is not None
+    return [(t.producer_id, t.first_offset, t.last_offset) for t in fetched.aborted_transactions]
+
+
+def test_a_clean_reopen_lists_an_aborted_transaction_once(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2, pid=9, epoch=0, seq=0, transactional=True), leader_epoch=0, now_ms=NOW)
+    log.append_control_marker(producer_id=9, producer_epoch=0, commit=False, coordinator_epoch=0,
+                              leader_epoch=0, now_ms=NOW)
+    log.close()
+    reopened = _reopen(tmp_path, clean_shutdown=True, now_ms=NOW)
+    assert _aborted(reopened, 0) == [(9, 0, 2)]
+    reopened.close()
+
+
+def test_producer_state_replays_the_batches_after_the_last_snapshot(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2, pid=5, epoch=0, seq=0), leader_epoch=0, now_ms=NOW)
+    log.close()  # snapshot at offset 2
+    log = _reopen(tmp_path, clean_shutdown=True, now_ms=NOW)
+    second = build_batch(2, pid=5, epoch=0, seq=2)
+    log.append_as_leader(second, leader_epoch=0, now_ms=NOW)
+    log.abandon()  # crash: no snapshot at 4, batch [2, 3] is replayed from the segment
+    log = _reopen(tmp_path, now_ms=NOW)
+    retry = log.append_as_leader(second, leader_epoch=0, now_ms=NOW)
+    assert (retry.duplicate, retry.base_offset, retry.last_offset) == (True, 2, 3)
+    log.close()
+
+
+def test_rolling_an_empty_active_segment_does_nothing(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.roll(now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0]
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.roll(now_ms=NOW)
+    log.roll(now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    log.close()
+
+
+def test_a_closed_log_refuses_appends_and_reads_and_closes_once(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.close()
+    log.close()  # a second close is a no-op
+    with pytest.raises(KafkaStorageError) as appending:
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    with pytest.raises(KafkaStorageError) as reading:
+        log.read(0, 1000)
+    assert appending.value.detail == reading.value.detail == "the log of t-0 is closed"
+
+
+def test_delete_removes_every_file_and_closes_the_log(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.roll(now_ms=NOW)
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.delete()
+    assert (tmp_path / "t-0").is_dir() and list((tmp_path / "t-0").iterdir()) == []
+    assert (log.segments, log.size_bytes) == ([], 0)
+    with pytest.raises(KafkaStorageError) as appending:
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert appending.value.detail == "the log of t-0 is closed"
+    log.close()  # nothing left to close
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+def test_a_read_returns_the_first_batch_whole_by_default(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(3), leader_epoch=0, now_ms=NOW)
+    assert len(log.read(0, 10).records) == len(build_batch(3))
+    log.close()
+
+
+def test_a_read_of_zero_bytes_returns_no_records(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(3), leader_epoch=0, now_ms=NOW)
+    assert log.read(0, 0, min_one_message=False).records == b""
+    log.close()
+
+
+def test_read_uncommitted_reads_past_an_open_transaction(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(2, pid=9, epoch=0, seq=0, transactional=True), leader_epoch=0, now_ms=NOW)
+    fetched = log.read(0, 10**6)
+    assert [o for o, _ in records_of(fetched.records)] == [0, 1, 2, 3]
+    assert (fetched.last_stable_offset, fetched.aborted_transactions) == (2, None)
+    log.close()
+
+
+def test_an_empty_read_committed_lists_the_aborted_transactions_at_its_offset(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch(2, pid=1, epoch=0, seq=0, transactional=True), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    log.append_as_leader(build_batch(2, pid=2, epoch=0, seq=0, transactional=True), leader_epoch=0, now_ms=NOW)
+    log.append_control_marker(producer_id=2, producer_epoch=0, commit=False, coordinator_epoch=0,
+                              leader_epoch=0, now_ms=NOW)
+    assert log.last_stable_offset == 0  # producer 1's transaction is still open
+    assert log.read(3, 10**6, isolation=IsolationLevel.READ_COMMITTED).records == b""
+    assert _aborted(log, 3) == [(2, 3, 5)]  # producer 2's aborted transaction starts there
+    assert _aborted(log, 2) == []  # ... and not at offset 2
+    log.close()
+
+
+def test_a_read_in_an_offset_gap_continues_in_the_next_segment(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    for base, count in ((0, 5), (5, 2), (10, 3), (20, 2)):  # gaps at 7-9 and 13-19
+        segment = LogSegment(directory, base)
+        buf = bytearray(build_batch(count))
+        set_base_offset(buf, 0, base)
+        segment.append(buf, [read_batch_header(buf)])
+        segment.close()
+    log = Log(directory, LogConfig(), topic="t", partition=0, now_ms=NOW)
+    assert [o for o, _ in records_of(log.read(8, 10**6).records)][:3] == [10, 11, 12]
+    assert [o for o, _ in records_of(log.read(15, 10**6).records)] == [20, 21]
+    log.close()
+
+
+def test_topic_index_settings_apply_to_new_segments(tmp_path: Path) -> None:
+    # index.interval.bytes=1: an entry per batch after the first; segment.index.bytes=16: two
+    # entries of eight bytes fill an index, and a full index rolls the segment.
+    log = open_log(tmp_path, index_interval_bytes=1, segment_index_bytes=16)
+    for _ in range(4):
+        log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    assert len(log.segments[0].offset_index) == 2
+    log.close()
+
+
+def test_a_view_is_checked_while_a_failed_lz4_check_still_holds_the_scratch_buffer(tmp_path: Path) -> None:
+    # LZ4 blocks decompress into the thread's scratch buffer through a memoryview; an error
+    # raised there keeps that view alive in its traceback for as long as the error is
+    # referenced.  Copying a produced view into the same buffer must then not resize it.
+    lz4 = bytearray(build_batch(20, compression=Compression.LZ4, value_size=50))
+    at = len(lz4) - 12  # inside the compressed block, before the frame's end mark
+    broken = _patched(bytes(lz4), at, bytes([lz4[at] ^ 0x55]))
+    log = open_log(tmp_path)
+    with pytest.raises(CorruptRecordError, match="lz4 decompression failed") as raised:
+        log.append_as_leader(memoryview(bytearray(broken)), leader_epoch=0, now_ms=NOW)
+    result = log.append_as_leader(memoryview(bytearray(build_batch(2))), leader_epoch=0, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (0, 1)
+    assert raised.value.__cause__ is not None  # still referenced up to here
+    log.close()
