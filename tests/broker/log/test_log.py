@@ -187,15 +187,20 @@ def test_roll_by_time_uses_batch_timestamps(tmp_path: Path) -> None:
     log.close()
 
 
-def test_read_spans_to_next_segment_over_an_offset_gap(tmp_path: Path) -> None:
-    directory = tmp_path / "t-0"
-    directory.mkdir()
-    for base, count in ((0, 5), (10, 3)):
+def _write_segments(directory: Path, layout: tuple[tuple[int, int], ...]) -> None:
+    """One segment per (base offset, record count), written directly: offsets between them are gaps."""
+    for base, count in layout:
         segment = LogSegment(directory, base)
         buf = bytearray(build_batch(count))
         set_base_offset(buf, 0, base)
         segment.append(buf, [read_batch_header(buf)])
         segment.close()
+
+
+def test_read_spans_to_next_segment_over_an_offset_gap(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    _write_segments(directory, ((0, 5), (10, 3)))
     log = Log(directory, LogConfig(), topic="t", partition=0, now_ms=NOW)
     assert log.log_end_offset == 13
     data = log.read(6, 10**6)
@@ -1144,12 +1149,7 @@ def test_an_empty_read_committed_lists_the_aborted_transactions_at_its_offset(tm
 def test_a_read_in_an_offset_gap_continues_in_the_next_segment(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     directory.mkdir()
-    for base, count in ((0, 5), (5, 2), (10, 3), (20, 2)):  # gaps at 7-9 and 13-19
-        segment = LogSegment(directory, base)
-        buf = bytearray(build_batch(count))
-        set_base_offset(buf, 0, base)
-        segment.append(buf, [read_batch_header(buf)])
-        segment.close()
+    _write_segments(directory, ((0, 5), (5, 2), (10, 3), (20, 2)))  # gaps at 7-9 and 13-19
     log = Log(directory, LogConfig(), topic="t", partition=0, now_ms=NOW)
     assert [o for o, _ in records_of(log.read(8, 10**6).records)][:3] == [10, 11, 12]
     assert [o for o, _ in records_of(log.read(15, 10**6).records)] == [20, 21]
