@@ -18,14 +18,21 @@ from samsa.errors import (
     UnsupportedCompressionTypeError,
 )
 from samsa.records import (
+    RECORD_BATCH_OVERHEAD,
     Compression,
     ControlRecordType,
     MemoryRecords,
     TimestampType,
     build_control_batch,
     read_batch_header,
+    rewrite_crc,
     set_base_offset,
     validate_batch,
+)
+from samsa.records.batch_header import (
+    ATTRIBUTES_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
+    RECORDS_COUNT_OFFSET,
 )
 
 from .conftest import BASE_TS, build_batch
@@ -125,8 +132,6 @@ def test_validation_rejects_bad_batches_and_writes_nothing(
 
 
 def test_records_count_must_match_last_offset_delta(tmp_path: Path) -> None:
-    from samsa.records import rewrite_crc
-
     buf = bytearray(build_batch(3))
     buf[57:61] = (5).to_bytes(4, "big")  # records count 5, last offset delta 2
     rewrite_crc(buf)
@@ -674,8 +679,6 @@ def test_an_abandoned_log_refuses_appends(tmp_path: Path) -> None:
 
 def _patched(data: bytes, offset: int, value: bytes) -> bytes:
     """``data`` with ``value`` written at ``offset`` and the CRC recomputed."""
-    from samsa.records import rewrite_crc
-
     buf = bytearray(data)
     buf[offset : offset + len(value)] = value
     rewrite_crc(buf)
@@ -683,17 +686,19 @@ def _patched(data: bytes, offset: int, value: bytes) -> bytes:
 
 
 def _with_codec(data: bytes, codec: int) -> bytes:
-    return _patched(data, 22, bytes([data[22] & ~0x07 | codec]))  # low byte of the attributes
+    low = ATTRIBUTES_OFFSET + 1  # the attributes' low byte holds the codec
+    return _patched(data, low, bytes([data[low] & ~0x07 | codec]))
 
 
 def _undecompressable() -> bytes:
     gzipped = build_batch(2, compression=Compression.GZIP)
-    return _patched(gzipped, 61, bytes(len(gzipped) - 61))  # not a gzip stream
+    return _patched(gzipped, RECORD_BATCH_OVERHEAD, bytes(len(gzipped) - RECORD_BATCH_OVERHEAD))  # not a gzip stream
 
 
 def _count_claims_three(data: bytes) -> bytes:
     """A two-record batch whose header declares three (count and last offset delta agree)."""
-    return _patched(_patched(data, 23, (2).to_bytes(4, "big")), 57, (3).to_bytes(4, "big"))
+    return _patched(_patched(data, LAST_OFFSET_DELTA_OFFSET, (2).to_bytes(4, "big")),
+                    RECORDS_COUNT_OFFSET, (3).to_bytes(4, "big"))
 
 
 _SECOND = len(build_batch(1))  # where the second batch of ``build_batch(1) + ...`` starts
