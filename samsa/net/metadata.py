@@ -145,8 +145,7 @@ class Metadata:
         with self._cond:
             if topic not in topics:
                 self._new_topics.add(topic)
-                self._need_partial_update = True
-                self._request_version += 1
+                self._request_update_for_new_topics()
             topics[topic] = expiry
 
     def set_topics(self, topics: Iterable[str]) -> None:
@@ -169,11 +168,19 @@ class Metadata:
     def request_update_for_topic(self, topic: str) -> int:
         with self._cond:
             if topic in self._new_topics:
-                self._need_partial_update = True
+                self._request_update_for_new_topics()
             else:
                 self._need_full_update = True
-            self._request_version += 1
+                self._request_version += 1
             return self._update_version
+
+    def _request_update_for_new_topics(self) -> None:
+        # A topic the client has just started to use is asked for at once, not after the
+        # refresh backoff of the last update (Java's Metadata.requestUpdateForNewTopics resets
+        # lastRefreshMs): its first send would otherwise wait up to retry.backoff.ms.
+        self._last_refresh_ms = 0.0
+        self._need_partial_update = True
+        self._request_version += 1
 
     def update_requested(self) -> bool:
         return self._need_full_update or self._need_partial_update

@@ -183,6 +183,23 @@ def test_failed_updates_back_off_exponentially(md, clock):
     assert md.time_to_next_update(clock.now) == pytest.approx(third)
 
 
+def test_a_new_topic_is_asked_for_at_once_a_known_one_after_the_backoff(md, clock):
+    # Java's Metadata.requestUpdateForNewTopics: a topic just added skips the refresh backoff.
+    apply(md, response(topics={}), clock.now)
+    md.request_update()
+    assert md.time_to_next_update(clock.now) == pytest.approx(md.refresh_backoff_ms())
+    md.add("t", clock.now)
+    assert md.time_to_next_update(clock.now) == 0
+    apply(md, response(topics={"t": [(1, 0)]}), clock.now)
+    md.request_update_for_topic("t")  # no longer new: waits out the backoff again
+    assert md.time_to_next_update(clock.now) == pytest.approx(md.refresh_backoff_ms())
+    md.failed_update(clock.now)
+    md.add("u", clock.now)
+    md.failed_update(clock.now)  # "u" still unanswered, so asking for it again is immediate
+    assert md.request_update_for_topic("u") == md.update_version
+    assert md.time_to_next_update(clock.now) == 0
+
+
 def test_stale_leader_epoch_keeps_newer_state(md, clock):
     md.add("t", clock.now)
     apply(md, response(topics={"t": [(2, 5)]}), clock.now)
