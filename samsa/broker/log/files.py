@@ -15,6 +15,7 @@ __all__ = [
     "atomic_write",
     "filename_prefix",
     "fsync_dir",
+    "is_segment_file_name",
     "offset_from_filename",
     "parse_partition_dir_name",
     "partition_dir_name",
@@ -32,6 +33,13 @@ DELETED_SUFFIX = ".deleted"
 def filename_prefix(offset: int) -> str:
     """The 20-digit zero-padded base offset Kafka names segment files with."""
     return f"{offset:020d}"
+
+
+def is_segment_file_name(name: str, suffix: str) -> bool:
+    """``name`` is ``<20-digit offset><suffix>``, as the broker names segment files; anything else
+    in a partition directory (an operator's ``1.2.log``, ``notes.log``) is not a segment."""
+    stem = name[: -len(suffix)] if name.endswith(suffix) else ""
+    return len(stem) == 20 and stem.isascii() and stem.isdigit()
 
 
 def offset_from_filename(name: str) -> int:

@@ -27,6 +27,7 @@ from samsa.broker.log.files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    is_segment_file_name,
     offset_from_filename,
 )
 from samsa.broker.log.producer_state import (
@@ -394,7 +395,7 @@ class Log:
         bases = sorted(
             offset_from_filename(p.name)
             for p in self.dir.glob("*" + LOG_SUFFIX)
-            if p.name.split(".", 1)[0].isdigit()
+            if is_segment_file_name(p.name, LOG_SUFFIX)  # other files are left alone
         )
         for base in bases:
             self.segments.append(self._new_segment(base, now_ms))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pickle
 import time
 from pathlib import Path
 
@@ -1186,3 +1187,12 @@ def test_a_view_is_checked_while_a_failed_lz4_check_still_holds_the_scratch_buff
     assert (result.base_offset, result.last_offset) == (0, 1)
     assert raised.value.__cause__ is not None  # still referenced up to here
     log.close()
+
+
+def test_a_record_timestamp_error_pickles_with_its_record_errors() -> None:
+    # As every KafkaError (samsa.errors): pickling keeps the type and its details, for users
+    # who pass errors between processes.
+    error = RecordTimestampError("2 record(s) rejected", [(0, "too old"), (3, "too new")])
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is RecordTimestampError
+    assert (copy.detail, copy.record_errors) == ("2 record(s) rejected", [(0, "too old"), (3, "too new")])
