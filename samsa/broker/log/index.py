@@ -112,10 +112,6 @@ class _IndexFile:
             os.close(self._fd)
             self._fd = -1
 
-    def rename(self, path: Path) -> None:
-        os.replace(self.path, path)
-        self.path = path
-
     def delete(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

@@ -36,6 +36,7 @@ from samsa.broker.log.files import (
     SNAPSHOT_SUFFIX,
     atomic_write,
     filename_prefix,
+    is_segment_file_name,
     offset_from_filename,
 )
 from samsa.errors import (
@@ -322,8 +323,9 @@ class ProducerStateManager:
 
     def snapshot_files(self) -> list[Path]:
         """Snapshot files, oldest first."""
-        files = [
-            p for p in self.directory.glob("*" + SNAPSHOT_SUFFIX) if p.name.split(".", 1)[0].isdigit()
+        files = [  # other files (an operator's 1.backup.snapshot) are left alone
+            p for p in self.directory.glob("*" + SNAPSHOT_SUFFIX)
+            if is_segment_file_name(p.name, SNAPSHOT_SUFFIX)
         ]
         return sorted(files, key=lambda p: offset_from_filename(p.name))
 

@@ -365,3 +365,116 @@ def test_changed_expiration_applies_to_the_producer_state(log: Log) -> None:
     log.update_config(LogConfig.from_configs({"producer.id.expiration.ms": "1000"}))
     assert log.remove_expired_producers(NOW + 999) == 0
     assert log.remove_expired_producers(NOW + 1000) == 1
+
+
+# -- snapshot files: which one is loaded, what survives a round trip ---------------------------
+
+
+def _snapshot_at(directory: Path, offset: int, last_timestamp: int = 77) -> Path:
+    """A snapshot at ``offset`` holding one producer whose last timestamp tells snapshots apart."""
+    state = ProducerStateManager(directory)
+    state.producers[PID] = ProducerStateEntry(PID, 0, last_timestamp=last_timestamp)
+    state.map_end_offset = offset
+    return state.take_snapshot(sync=False)
+
+
+def _load(directory: Path, max_offset: int) -> ProducerStateManager | None:
+    state = ProducerStateManager(directory)
+    return state if state.load_latest_snapshot(max_offset) else None
+
+
+def test_snapshot_with_a_bad_checksum_or_an_unknown_version_is_not_loaded(tmp_path: Path) -> None:
+    # A flipped bit inside a field still parses; only the CRC tells the snapshot is damaged.
+    path = _snapshot_at(tmp_path, 10)
+    data = bytearray(path.read_bytes())
+    data[-8] ^= 0x01  # inside the producer's last timestamp (the aborted count follows)
+    path.write_bytes(bytes(data))
+    assert _load(tmp_path, 10) is None and not path.exists()
+    # A version this broker does not know is refused even with a correct checksum.
+    path = _snapshot_at(tmp_path, 10)
+    path.write_bytes((2).to_bytes(2, "big") + path.read_bytes()[2:])
+    assert _load(tmp_path, 10) is None and not path.exists()
+
+
+def test_snapshot_at_exactly_the_log_end_is_loaded(tmp_path: Path) -> None:
+    path = _snapshot_at(tmp_path, 44)
+    state = _load(tmp_path, 44)
+    assert state is not None and state.map_end_offset == 44 and path.exists()
+
+
+def test_every_snapshot_newer_than_the_log_is_dropped_and_the_next_one_loaded(tmp_path: Path) -> None:
+    older, kept, newer, newest = (_snapshot_at(tmp_path, o, last_timestamp=o) for o in (10, 20, 30, 40))
+    state = _load(tmp_path, 25)
+    assert state is not None and state.map_end_offset == 20
+    assert state.producers[PID].last_timestamp == 20
+    assert (older.exists(), kept.exists(), newer.exists(), newest.exists()) == (True, True, False, False)
+
+
+def test_an_unreadable_snapshot_falls_back_to_the_one_before(tmp_path: Path) -> None:
+    _snapshot_at(tmp_path, 10, last_timestamp=10)
+    damaged = _snapshot_at(tmp_path, 20, last_timestamp=20)
+    damaged.write_bytes(damaged.read_bytes()[:-1])
+    state = _load(tmp_path, 100)
+    assert state is not None and state.map_end_offset == 10
+    assert state.producers[PID].last_timestamp == 10 and not damaged.exists()
+
+
+def test_snapshot_keeps_aborted_transactions_and_a_transaction_open_at_offset_zero(tmp_path: Path) -> None:
+    # read_committed fetches need the aborted transactions, and the LSO the open transaction,
+    # also when it began at the very first offset of the partition.
+    state = ProducerStateManager(tmp_path)
+    state.producers[0] = ProducerStateEntry(0, 0, current_txn_first_offset=0)
+    state.ongoing[0] = 0
+    state.aborted = [AbortedTxn(7, 2, 4, 0), AbortedTxn(8, 5, 9, 0)]
+    state.map_end_offset = 10
+    state.take_snapshot(sync=False)
+    loaded = _load(tmp_path, 10)
+    assert loaded is not None
+    assert loaded.aborted == state.aborted
+    assert (loaded.ongoing, loaded.first_unstable_offset()) == ({0: 0}, 0)
+
+
+def test_a_state_without_snapshot_replays_a_one_record_batch_at_offset_zero(tmp_path: Path) -> None:
+    # The map end starts at 0 (fresh, or after no snapshot could be loaded): the batch at
+    # offset 0, whose next offset is 1, is not yet reflected in the state.
+    header = read_batch_header(build_batch(1, pid=PID, epoch=0, seq=0))
+    fresh = ProducerStateManager(tmp_path)
+    fresh.replay(header)
+    assert fresh.producers[PID].last_seq == 0
+    reloaded = ProducerStateManager(tmp_path)
+    assert not reloaded.load_latest_snapshot(100)
+    reloaded.replay(header)
+    assert reloaded.producers[PID].last_seq == 0 and reloaded.map_end_offset == 1
+
+
+def test_retain_snapshots_keeps_only_the_newest(tmp_path: Path) -> None:
+    paths = [_snapshot_at(tmp_path, o) for o in (10, 20, 30)]
+    state = ProducerStateManager(tmp_path)
+    state.retain_snapshots(2)
+    assert [p.exists() for p in paths] == [False, True, True]
+    state.retain_snapshots(0)
+    assert state.snapshot_files() == []
+
+
+def test_truncate_head_keeps_what_reaches_the_new_log_start(tmp_path: Path) -> None:
+    # Kafka deletes snapshots below the log start (deleteSnapshotsBefore) and aborted
+    # transactions whose marker lies below it; a fetch from the log start still needs a
+    # transaction whose marker is the first offset left.
+    at_start, above = _snapshot_at(tmp_path, 10), _snapshot_at(tmp_path, 20)
+    state = ProducerStateManager(tmp_path)
+    state.aborted = [AbortedTxn(1, 2, 10, 2), AbortedTxn(1, 11, 15, 11)]
+    state.truncate_head(10)
+    assert at_start.exists() and above.exists()
+    assert state.aborted == [AbortedTxn(1, 2, 10, 2), AbortedTxn(1, 11, 15, 11)]
+    state.truncate_head(11)
+    assert not at_start.exists() and above.exists()
+    assert state.aborted == [AbortedTxn(1, 11, 15, 11)]
+
+
+def test_files_not_named_like_snapshots_are_neither_loaded_nor_deleted(tmp_path: Path) -> None:
+    kept = _snapshot_at(tmp_path, 10, last_timestamp=10)
+    stray = tmp_path / "1.backup.snapshot"  # an operator's copy, taken for "snapshot 1" before
+    stray.write_bytes(kept.read_bytes())
+    state = _load(tmp_path, 0)  # the log end is below every real snapshot
+    assert state is None and not kept.exists() and stray.exists()
+    assert ProducerStateManager(tmp_path).snapshot_files() == []
