@@ -52,7 +52,6 @@ class LogSegment:
         max_index_bytes: int = 10 * 1024 * 1024,
         now_ms: int = 0,
     ) -> None:
-        self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_entries = max(max_index_bytes // 8, 1)
