@@ -734,7 +734,7 @@ class GroupCoordinator:
                 return exc.code
             if generation_id != group.generation_id:
                 return IllegalGenerationError.code
-        elif not group.is_in(GroupState.EMPTY):
+        else:  # no generation and no member id, but the group is not Empty (returned above)
             return UnknownMemberIdError.code
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             return RebalanceInProgressError.code

@@ -865,3 +865,30 @@ def test_commits_that_cannot_be_stored(harness: Harness, topic: str,
                                                 commit(topic, 2, 4)]) == [15, 12, 15]
     assert c.fetch_offsets("s", None)[1][(topic, 0)].offset == 1  # type: ignore[union-attr]
     assert (topic, 2) not in c.fetch_offsets("s", None)[1]
+
+
+def test_commit_generation_boundaries(harness: Harness, topic: str) -> None:
+    c = harness.coordinator
+    # Generation 0 is a real generation, not "no group management".
+    assert c.commit_offsets("nope", 0, "", None, [commit(topic, 0, 1)]) == [ILLEGAL_GENERATION]
+    assert c.commit_offsets("s", -1, "", None, [commit(topic, 0, 1)]) == [0]  # creates Empty "s"
+    assert state(harness, "s") == GroupState.EMPTY
+    assert c.commit_offsets("s", 0, "", None, [commit(topic, 0, 2)]) == [UNKNOWN_MEMBER_ID]
+    # Without a generation an Empty group takes the commit whatever member id is sent.
+    assert c.commit_offsets("s", -1, "someone", None, [commit(topic, 0, 3)]) == [0]
+    # A member of a live group committing without its generation: a stale generation.
+    (a,) = harness.stable_group(members=1)
+    assert c.commit_offsets("g", -1, a.member_id, None, [commit(topic, 0, 5)]) == \
+        [ILLEGAL_GENERATION]
+
+
+def test_sync_and_commit_check_the_static_instance_id(harness: Harness, topic: str) -> None:
+    a = harness.join(join_request(instance_id="i")).wait()
+    c = harness.coordinator
+    # The right member id under another instance id: that instance is not in the group.
+    assert harness.sync(sync_request("g", 1, a.member_id, instance_id="other")).wait() \
+        .error_code == UNKNOWN_MEMBER_ID
+    assert harness.sync(sync_request("g", 1, a.member_id, instance_id="i")).wait() \
+        .error_code == 0
+    # A commit naming instance "i" but not its member id is fenced, even without a generation.
+    assert c.commit_offsets("g", -1, "", "i", [commit(topic, 0, 1)]) == [FENCED_INSTANCE_ID]
