@@ -189,13 +189,12 @@ class GroupCoordinator:
             except Exception:
                 log.exception("answering a group request failed")
 
-    def _complete_join(self, member: Member, result: JoinResult) -> bool:
+    def _complete_join(self, member: Member, result: JoinResult) -> None:
         callback = member.join_callback
         if callback is None:
-            return False
+            return
         member.join_callback = None
         self._outbox.append(lambda: callback(result))
-        return True
 
     def _complete_sync(self, member: Member, result: SyncResult) -> bool:
         callback = member.sync_callback
@@ -210,8 +209,9 @@ class GroupCoordinator:
         return lambda: callback(result)
 
     def _group(self, group_id: str) -> ClassicGroup | None:
-        group = self.groups.get(group_id)
-        return None if group is None or group.state == GroupState.DEAD else group
+        # No Dead group is ever found: _delete_group and delete_offsets remove a group from
+        # ``groups`` in the locked section that makes it Dead.
+        return self.groups.get(group_id)
 
     # -- timers ---------------------------------------------------------------------------------
 
@@ -320,16 +320,13 @@ class GroupCoordinator:
                     member_id, with_members=group.is_leader(member_id))))
             else:
                 self._update_member_and_rebalance(group, member, req, callback)
-        elif group.is_in(GroupState.STABLE):
+        else:  # Stable: an Empty group has no members, and no Dead group is ever looked up
             if group.is_leader(member_id) or not member.matches(req.protocols):
                 # A leader's join forces a rebalance (e.g. it saw new partitions).
                 self._update_member_and_rebalance(group, member, req, callback)
             else:
                 self._outbox.append(self._reply(callback, group.current_join_result(
                     member_id, with_members=False)))
-        else:
-            self._outbox.append(self._reply(callback, JoinResult(UnknownMemberIdError.code,
-                                                                 member_id)))
 
     def _add_member_and_rebalance(self, group: ClassicGroup, req: JoinRequest, member_id: str,
                                   callback: JoinCallback) -> None:
