@@ -16,23 +16,14 @@ from samsa.broker.log import LogConfig
 from samsa.broker.log.log import RecordTimestampError, _checked_max_timestamp, _walk_records
 from samsa.errors import CorruptRecordError, InvalidRecordError
 from samsa.records.batch_header import NO_TIMESTAMP, TIMESTAMP_TYPE_MASK
-
-
-def zigzag_varint(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+from samsa.records.varint import encode_varint, encode_varlong
 
 
 def record(delta: int, size: int) -> bytes:
     """A record: length varint, Attributes, TimestampDelta, then filler up to ``size`` bytes."""
-    body = b"\x00" + zigzag_varint(delta)
+    body = b"\x00" + encode_varlong(delta)
     body += b"\x00" * max(0, size - len(body))
-    return zigzag_varint(len(body)) + body
+    return encode_varint(len(body)) + body
 
 
 def batch(records: list[tuple[int, int]]) -> bytes:
@@ -98,13 +89,13 @@ def test_a_record_overrunning_the_batch_is_corrupt(size: int) -> None:
 
 
 def test_a_negative_length_is_corrupt() -> None:
-    data = zigzag_varint(-7) + b"\x00" * 10
+    data = encode_varint(-7) + b"\x00" * 10
     with pytest.raises(CorruptRecordError, match="record 0 has length -7"):
         _walk_records(data, 0, len(data), 1, "w")
 
 
 def test_a_two_byte_negative_length_is_corrupt() -> None:
-    data = zigzag_varint(-100) + b"\x00" * 200
+    data = encode_varint(-100) + b"\x00" * 200
     with pytest.raises(CorruptRecordError, match="record 0 has length -100"):
         _walk_records(data, 0, len(data), 1, "w")
 
