@@ -465,8 +465,6 @@ class GroupCoordinator:
                 self._cancel_heartbeat(group, member.member_id)
                 log.info("group %s: removed %s, which did not rejoin in time", group.group_id,
                          member.member_id)
-        if group.is_in(GroupState.DEAD):
-            return
         if not group.elect_joined_leader():
             # Nobody rejoined: wait another rebalance timeout for sessions to expire.
             self._schedule_join(group)
@@ -522,7 +520,7 @@ class GroupCoordinator:
     def sync_group(self, req: SyncRequest, callback: SyncCallback) -> None:
         with self._locked():
             group = self._group(req.group_id)
-            if group is None or group.is_in(GroupState.EMPTY):
+            if group is None:  # (an Empty group has no members: _validate_sync answers that)
                 self._outbox.append(self._reply(callback, SyncResult(UnknownMemberIdError.code)))
                 return
             error = self._validate_sync(group, req)
