@@ -118,14 +118,22 @@ def test_initial_delay_is_extended_while_members_keep_arriving(
     assert {r.generation_id for r in results} == {1} and len(results) == 4
 
 
-def test_initial_delay_not_extended_when_nobody_else_arrived(
-        make_harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def _lone_member_completes_at_the_delay(make_harness: Any, monkeypatch: pytest.MonkeyPatch
+                                        ) -> tuple[Any, Callable[[], None]]:
+    """One member joins; firing the initial-delay expiry completes its join (generation 1).
+    Returns the harness and that expiry task."""
     h = make_harness({"group.initial.rebalance.delay.ms": 10_000})
     schedules = Schedules(h, monkeypatch)
     first = h.join_new()
     (_, task), = schedules.of(JOIN_KEY)
     task()
     assert first.wait().generation_id == 1
+    return h, task
+
+
+def test_initial_delay_not_extended_when_nobody_else_arrived(
+        make_harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _lone_member_completes_at_the_delay(make_harness, monkeypatch)
 
 
 def test_initial_delay_extension_uses_the_last_millisecond_of_the_rebalance_timeout(
@@ -153,12 +161,7 @@ def test_no_initial_delay_extension_when_the_delay_covers_the_rebalance_timeout(
 
 def test_a_late_initial_delay_expiry_leaves_the_completed_rebalance_alone(
         make_harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    h = make_harness({"group.initial.rebalance.delay.ms": 10_000})
-    schedules = Schedules(h, monkeypatch)
-    first = h.join_new()
-    (_, task), = schedules.of(JOIN_KEY)
-    task()
-    assert first.wait().generation_id == 1
+    h, task = _lone_member_completes_at_the_delay(make_harness, monkeypatch)
     task()  # the timer thread took it just before the completion: nothing happens
     group = h.coordinator.groups["g"]
     assert (group.state, group.generation_id) == (GroupState.COMPLETING_REBALANCE, 1)
