@@ -773,3 +773,75 @@ def test_unit_a_retriable_init_producer_id_error_is_asked_again_after_the_backof
     clock.set_ms(10_105)
     sender.run_once()
     assert len(sender.client.sent) == 2
+
+
+class _EpochBumpTransactionManager(_TransactionManager):
+    """Has a producer id; asks for an epoch bump, which the Sender makes when it may."""
+
+    epoch_bump_required = True
+
+    def __init__(self) -> None:
+        super().__init__(needs_producer_id=False)
+        self.epoch_bumps = 0
+
+    def needs_init_producer_id(self) -> bool:
+        return self.epoch_bump_required
+
+    def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
+        self.epoch_bump_required = False
+        self.epoch_bumps += 1
+
+    def has_producer_id(self) -> bool:
+        return True
+
+
+class _CountingClient(_Client):
+    """Counts the requests sent and not answered yet as in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered = 0
+
+    def in_flight_request_count(self) -> int:
+        return len(self.sent) - self.answered
+
+
+def test_unit_the_epoch_bump_waits_for_the_request_of_an_expired_in_flight_batch() -> None:
+    # An in-flight batch that expires leaves the Sender's books at once, but its request is still
+    # at the broker: the old epoch's sequences are only settled once it is answered, so the bump
+    # waits for the request as well as for the batches in flight.
+    clock = MockClock(now_ms=10_000)
+    tm = _EpochBumpTransactionManager()
+    tm.epoch_bump_required = False
+    sender = _sender(clock, tm)
+    client = sender.client = _CountingClient()
+    batch, futures = _batch(clock)
+    request = _send(sender, batch)
+    clock.advance(1000)
+    tm.epoch_bump_required = True  # what handle_failed_batch asks for a batch maybe written
+    sender.run_once()
+    assert isinstance(_error(futures[0]), KafkaTimeoutError)
+    assert sender._in_flight_batches == {}
+    assert client.in_flight_request_count() == 1
+    sender.run_once()
+    assert tm.epoch_bumps == 0, "bumped while a request of the old epoch is in flight"
+    client.answered += 1
+    _answer(request)  # the late answer of the expired batch changes nothing
+    sender.run_once()
+    assert tm.epoch_bumps == 1
+
+
+def test_unit_the_epoch_bump_waits_for_the_batches_in_flight() -> None:
+    clock = MockClock(now_ms=10_000)
+    tm = _EpochBumpTransactionManager()
+    tm.epoch_bump_required = False
+    sender = _sender(clock, tm)
+    batch, futures = _batch(clock)
+    request = _send(sender, batch)
+    tm.epoch_bump_required = True  # e.g. another partition's batch failed for good
+    sender.run_once()
+    assert tm.epoch_bumps == 0, "bumped while a batch of the old epoch is in flight"
+    _answer(request)
+    assert futures[0].get(timeout=0).offset == 7
+    sender.run_once()
+    assert tm.epoch_bumps == 1

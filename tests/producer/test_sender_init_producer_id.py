@@ -23,7 +23,12 @@ from collections.abc import Iterator
 import pytest
 
 from samsa import KafkaProducer
-from samsa.errors import ClusterAuthorizationFailedError, InvalidRequestError, KafkaTimeoutError
+from samsa.errors import (
+    ClusterAuthorizationFailedError,
+    InvalidRequestError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
 from samsa.net.clock import MockClock
 from samsa.producer.future import RecordFuture
 from tests.support.mock_cluster import MockCluster
@@ -126,3 +131,35 @@ def test_an_unexpected_init_producer_id_error_is_fatal(cluster: MockCluster) -> 
     finally:
         producer.close(0)
     assert len(cluster.requests(INIT_PRODUCER_ID)) == 2
+
+
+def test_a_broker_without_init_producer_id_fails_the_records_with_what_to_change(cluster: MockCluster) -> None:
+    # The versions come from the broker's ApiVersions answer: an idempotent producer must not
+    # send InitProducerId to a broker that does not list it, nor produce without sequences.
+    cluster.set_api_version(INIT_PRODUCER_ID, -1, -1)
+    clock = MockClock(now_ms=5_000)
+    producer = _producer(cluster, clock)
+    try:
+        future = producer.send("t", b"x", partition=0)
+        _advance_until_done(clock, [future])
+        with pytest.raises(UnsupportedVersionError, match="set enable.idempotence=false"):
+            future.get(timeout=0)
+    finally:
+        producer.close(0)
+    assert cluster.requests(INIT_PRODUCER_ID) == []
+
+
+def test_init_producer_id_uses_a_version_the_broker_lists(cluster: MockCluster) -> None:
+    # A broker that knows InitProducerId v0-v1 only (Kafka 2.0-2.3) is asked with v1, which
+    # it answers; the mock refuses a version outside what it listed.
+    cluster.set_api_version(INIT_PRODUCER_ID, 0, 1)
+    clock = MockClock(now_ms=5_000)
+    producer = _producer(cluster, clock)
+    try:
+        futures = [producer.send("t", b"%d" % i, partition=0) for i in range(3)]
+        _advance_until_done(clock, futures)
+        offsets = [f.get(timeout=0).offset for f in futures]
+    finally:
+        producer.close(0)
+    assert offsets == [0, 1, 2]
+    assert len(cluster.requests(INIT_PRODUCER_ID)) == 1
