@@ -159,7 +159,7 @@ def prepare(group: Group, *, fresh: bool) -> Path:
 def run_mutmut(work: Path, args: Sequence[str], deadline: float) -> int | None:
     """`mutmut <args>` in work until it ends or the deadline passes (then stopped as by ^C:
     mutmut keeps the verdicts so far). Returns its exit code, None when it was stopped."""
-    # SAMSA_MUTATION_RUN: the slow property tests try fewer examples (tests/support/hypothesis_budget.py).
+    # SAMSA_MUTATION_RUN: the slow property tests try fewer examples (tests/support/mutation_budget.py).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SAMSA_MUTATION_RUN="1")
     env.pop("PYTHONPATH", None)  # nothing but mutmut's own sys.path: the mutated copy first
     proc = subprocess.Popen([*MUTMUT, *args], cwd=work, env=env, start_new_session=True)

@@ -18,6 +18,7 @@ from samsa.broker import Broker
 from samsa.errors import KafkaError
 from samsa.records import iter_batches
 from tests.broker.conftest import BrokerProcess
+from tests.support.mutation_budget import records as budget
 
 from .test_producer_mock import (
     FAST,
@@ -27,7 +28,7 @@ from .test_producer_mock import (
     send_all,
 )
 
-NUM_RECORDS = 1_000_000
+NUM_RECORDS = budget(1_000_000)  # a tenth in a mutation run (tests/support/mutation_budget.py)
 PARTITIONS = 8
 
 

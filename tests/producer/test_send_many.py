@@ -15,6 +15,7 @@ from samsa import KafkaProducer
 from samsa.broker import Broker
 from samsa.errors import RecordTooLargeError
 from samsa.producer.partitioner import partition_for_key
+from tests.support.mutation_budget import records as budget
 
 PARTITIONS = 4
 
@@ -48,7 +49,7 @@ def read_all(broker: Broker, topic: str, expected: int) -> dict[int, list[Any]]:
 
 
 def test_keyless_records_all_arrive_in_order_in_full_batches(broker: Broker) -> None:
-    n = 20_000
+    n = budget(20_000)
     values = [b"%08d" % i + b"x" * 92 for i in range(n)]
     with producer_for(broker, **{"batch.size": 16384}) as producer:
         assert producer.send_many("keyless", values) == n

@@ -39,7 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from samsa.broker.log import Log, LogConfig
 from samsa.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 from samsa.records import RecordBatchBuilder, iter_batches
-from tests.support.hypothesis_budget import examples
+from tests.support.mutation_budget import examples
 
 INT32_MAX = 2**31 - 1
 RETAINED = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
