@@ -519,7 +519,7 @@ class Sender(threading.Thread):
                 "set enable.idempotence=false to produce to it"
             ))
             return
-        request = tm.init_producer_id_request(version)
+        request = tm.init_producer_id_request()
         self._init_pid_in_flight = True
         log.debug("Sending InitProducerId (v%d) to node %s: %s", version, node, request)
         client.send(

@@ -153,9 +153,10 @@ class TransactionManager:
             entry.last_acked = NO_SEQUENCE
         self._partitions_to_rewrite.clear()
 
-    def init_producer_id_request(self, api_version: int) -> Any:
+    def init_producer_id_request(self) -> Any:
         """The InitProducerId request to send now: always for a fresh id (an idempotent
-        producer bumps its epoch without asking; Kafka answers a fresh id anyway)."""
+        producer bumps its epoch without asking; Kafka answers a fresh id anyway).  The same
+        fields for every version: the client encodes it with the version it picked."""
         return InitProducerIdRequest(
             transactional_id=None,
             transaction_timeout_ms=self._transaction_timeout_ms,

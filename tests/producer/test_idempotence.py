@@ -42,7 +42,7 @@ def header(b: ProducerBatch) -> tuple[int, int, int]:
 def test_needs_producer_id_first_and_request_asks_for_new_id() -> None:
     tm = TransactionManager()
     assert tm.needs_init_producer_id()
-    request = tm.init_producer_id_request(4)
+    request = tm.init_producer_id_request()
     assert request.transactional_id is None
     assert (request.producer_id, request.producer_epoch) == (-1, -1)
     tm.handle_init_producer_id(1000, 0)
@@ -101,9 +101,8 @@ def test_init_producer_id_never_carries_the_current_id() -> None:
     tm = TransactionManager()
     tm.handle_init_producer_id(7, 0)
     tm.request_epoch_bump(TP, "test")
-    for version in (2, 3, 4):
-        request = tm.init_producer_id_request(version)
-        assert (request.producer_id, request.producer_epoch) == (-1, -1)
+    request = tm.init_producer_id_request()
+    assert (request.producer_id, request.producer_epoch) == (-1, -1)
 
 
 def test_bump_leaves_other_partitions_in_flight_batches_alone() -> None:
@@ -193,7 +192,7 @@ def test_exhausted_epoch_asks_for_a_fresh_producer_id() -> None:
     tm.request_epoch_bump(TP, "test")
     tm.bump_idempotent_epoch_and_reset_id_if_needed()
     assert tm.needs_init_producer_id() and not tm.has_producer_id()
-    assert (tm.init_producer_id_request(4).producer_id, tm.epoch_bumps) == (-1, 1)
+    assert (tm.init_producer_id_request().producer_id, tm.epoch_bumps) == (-1, 1)
     tm.handle_init_producer_id(8, 0)
     assert header(a) == (8, 0, 0)
     assert not tm.needs_init_producer_id()

@@ -387,7 +387,7 @@ class _TransactionManager:
     def remove_in_flight_batch(self, batch: ProducerBatch) -> None:
         self.removed.append(batch)
 
-    def init_producer_id_request(self, version: int) -> InitProducerIdRequest:
+    def init_producer_id_request(self) -> InitProducerIdRequest:
         return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
 
 

@@ -142,7 +142,9 @@ def test_a_broker_without_init_producer_id_fails_the_records_with_what_to_change
     try:
         future = producer.send("t", b"x", partition=0)
         _advance_until_done(clock, [future])
-        with pytest.raises(UnsupportedVersionError, match="set enable.idempotence=false"):
+        with pytest.raises(UnsupportedVersionError, match=(
+                r"does not support InitProducerId, which the idempotent producer needs; "
+                r"set enable\.idempotence=false to produce to it\b")):
             future.get(timeout=0)
     finally:
         producer.close(0)
@@ -150,9 +152,9 @@ def test_a_broker_without_init_producer_id_fails_the_records_with_what_to_change
 
 
 def test_init_producer_id_uses_a_version_the_broker_lists(cluster: MockCluster) -> None:
-    # A broker that knows InitProducerId v0-v1 only (Kafka 2.0-2.3) is asked with v1, which
-    # it answers; the mock refuses a version outside what it listed.
-    cluster.set_api_version(INIT_PRODUCER_ID, 0, 1)
+    # A broker that knows InitProducerId v0 only (Kafka 0.11-1.1) is asked with v0, which it
+    # answers; the mock refuses a version outside what it listed.
+    cluster.set_api_version(INIT_PRODUCER_ID, 0, 0)
     clock = MockClock(now_ms=5_000)
     producer = _producer(cluster, clock)
     try:
