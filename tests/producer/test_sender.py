@@ -845,3 +845,20 @@ def test_unit_the_epoch_bump_waits_for_the_batches_in_flight() -> None:
     assert futures[0].get(timeout=0).offset == 7
     sender.run_once()
     assert tm.epoch_bumps == 1
+
+
+def test_unit_a_partition_missing_from_the_answer_is_retried_when_retries_are_left() -> None:
+    # No result for a partition is a NetworkError (retriable): with retries left the batch goes
+    # back to the queue, stamped with the time of the answer for its retry backoff.
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retries=5)
+    batch, futures = _batch(clock)
+    request = _send(sender, batch)
+    clock.advance(7)
+    assert request.callback is not None
+    request.callback(SimpleNamespace(latency_ms=7, disconnected=False, timed_out=False, error=None,
+                                     body=ProduceResponse(responses=[])))
+    assert sender.accumulator.reenqueued == [batch]
+    assert (batch.attempts, batch.last_attempt_ms) == (1, 10_007)
+    assert not futures[0].done()
+    assert sender.metrics.record_retries == 1
