@@ -88,7 +88,7 @@ class Sender(threading.Thread):
         guarantee_message_order: bool,
         transaction_manager: TransactionManager | None,
         metrics: ProducerMetrics,
-        client_id: str = "producer",
+        client_id: str,
         clock: Time = SYSTEM_CLOCK,
     ) -> None:
         super().__init__(name=f"samsa-producer-network-thread | {client_id}", daemon=False)
@@ -183,7 +183,13 @@ class Sender(threading.Thread):
             self._maybe_init_producer_id(now)
         poll_timeout = self.send_producer_data(now, can_send)
         if not can_send:
-            poll_timeout = min(poll_timeout, max(0, self._init_pid_next_ms - now), self.retry_backoff_ms or 1)
+            # Waiting for a producer id: wake for the next InitProducerId attempt if one is
+            # due later; an attempt that is connecting or in flight wakes the poll itself when
+            # it moves on (a timeout of 0 here would spin until the broker answers).
+            poll_timeout = min(poll_timeout, self.retry_backoff_ms or 1)
+            until_next_attempt = self._init_pid_next_ms - now
+            if until_next_attempt > 0:
+                poll_timeout = min(poll_timeout, until_next_attempt)
         self.client.poll(poll_timeout, now)
 
     def send_producer_data(self, now: int, can_send: bool = True) -> int:

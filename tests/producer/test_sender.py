@@ -7,6 +7,7 @@ anything, so a retried batch is never a duplicate and exactly-once checks stay v
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 
@@ -391,12 +392,13 @@ class _TransactionManager:
         return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
 
 
-def _sender(clock: MockClock, tm: _TransactionManager | None = None, **config: int) -> Sender:
+def _sender(clock: MockClock, tm: _TransactionManager | None = None, client_id: str = "unit-test",
+            **config: int) -> Sender:
     settings = {"retries": 5, "delivery_timeout_ms": 1000, "retry_backoff_ms": 100,
                 "retry_backoff_max_ms": 1000, **config}
     return Sender(_Client(), _Metadata(_cluster()), _Accumulator(), acks=-1, max_request_size=1 << 20,
                   request_timeout_ms=30_000, guarantee_message_order=True, transaction_manager=tm,
-                  metrics=ProducerMetrics(clock), clock=clock, **settings)
+                  metrics=ProducerMetrics(clock), client_id=client_id, clock=clock, **settings)
 
 
 def _batch(clock: MockClock, records: int = 1, tp: TopicPartition = TP0) -> tuple[ProducerBatch, list[RecordFuture]]:
@@ -862,3 +864,65 @@ def test_unit_a_partition_missing_from_the_answer_is_retried_when_retries_are_le
     assert (batch.attempts, batch.last_attempt_ms) == (1, 10_007)
     assert not futures[0].done()
     assert sender.metrics.record_retries == 1
+
+
+class _PollRecordingClient(_Client):
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls: list[tuple[int, int]] = []
+
+    def poll(self, timeout: int, now: int) -> None:
+        self.polls.append((timeout, now))
+
+
+@pytest.mark.parametrize(("backoff_ms", "expected"), [(100, 100), (0, 1)])
+def test_unit_a_failed_producer_polls_at_the_retry_backoff(backoff_ms: int, expected: int) -> None:
+    # After a fatal error each iteration fails what was appended meanwhile, then waits
+    # retry.backoff.ms (at least 1 ms: never a busy loop, never a wait for a wakeup only).
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, retry_backoff_ms=backoff_ms)
+    client = sender.client = _PollRecordingClient()
+    sender.fatal_error = UnsupportedVersionError("fatal")
+    sender.run_once()
+    assert client.polls == [(expected, 10_000)]
+    assert sender.accumulator.aborted == [sender.fatal_error]
+
+
+@pytest.mark.parametrize(("ready_check_ms", "backoff_ms", "in_flight", "next_attempt_in_ms", "expected"), [
+    (500, 50, False, 300, 50),    # retry.backoff.ms is the longest wait
+    (100, 500, False, 300, 100),  # the accumulator's next ready check comes first
+    (500, 500, False, 300, 300),  # the next InitProducerId attempt comes first
+    (500, 500, False, 1, 1),
+    (500, 200, True, 0, 200),     # an attempt in flight: its answer wakes the poll, no spinning
+    (500, 0, True, -5000, 1),
+], ids=["backoff", "ready-check", "next-attempt", "next-attempt-in-1-ms", "in-flight", "in-flight-no-backoff"])
+def test_unit_waiting_for_a_producer_id_sends_no_batch_and_polls_until_something_is_due(
+        ready_check_ms: int, backoff_ms: int, in_flight: bool, next_attempt_in_ms: int, expected: int) -> None:
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock, _TransactionManager(needs_producer_id=True), retry_backoff_ms=backoff_ms)
+    client = sender.client = _PollRecordingClient()
+    client.least_loaded = LEADER
+    batch, _futures = _batch(clock)
+    sender.accumulator.to_drain = [batch]
+    sender.accumulator.ready = lambda view, now: SimpleNamespace(  # type: ignore[method-assign]
+        ready_nodes={LEADER.id}, unknown_leader_topics=set(), next_ready_check_delay_ms=ready_check_ms)
+    sender._init_pid_in_flight = in_flight
+    sender._init_pid_next_ms = 10_000 + next_attempt_in_ms
+    sender.run_once()
+    assert client.sent == []  # no batch goes out without a producer id
+    assert sender.accumulator.to_drain == [batch]
+    assert client.polls == [(expected, 10_000)]
+
+
+def test_unit_the_network_thread_is_named_for_the_client_and_not_a_daemon() -> None:
+    # Java names it "kafka-producer-network-thread | <client.id>" for thread dumps; samsa's is
+    # not a daemon even when the producer is made in a daemon thread, so that records queued
+    # at interpreter exit still go out (KafkaProducer closes open producers at exit).
+    made: list[Sender] = []
+    maker = threading.Thread(target=lambda: made.append(_sender(MockClock(), client_id="orders-writer")),
+                             daemon=True)
+    maker.start()
+    maker.join()
+    [sender] = made
+    assert sender.name == "samsa-producer-network-thread | orders-writer"
+    assert sender.daemon is False
