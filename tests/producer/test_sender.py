@@ -926,3 +926,73 @@ def test_unit_the_network_thread_is_named_for_the_client_and_not_a_daemon() -> N
     [sender] = made
     assert sender.name == "samsa-producer-network-thread | orders-writer"
     assert sender.daemon is False
+
+
+class _LatencyRecordingAccumulator(_Accumulator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.latency_stats: list[tuple[int, int, bool]] = []
+        self.ready_nodes: set[int] = set()
+        self.unknown_leader_topics: set[str] = set()
+
+    def ready(self, view: object, now: int) -> SimpleNamespace:
+        return SimpleNamespace(ready_nodes=self.ready_nodes, unknown_leader_topics=self.unknown_leader_topics,
+                               next_ready_check_delay_ms=1000)
+
+    def update_node_latency_stats(self, node_id: int, now: int, ready: bool) -> None:
+        self.latency_stats.append((node_id, now, ready))
+
+
+class _NodesClient(_PollRecordingClient):
+    """Node 2 is still connecting, 250 ms from being tried again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delays_asked: list[tuple[int, int]] = []
+
+    def ready(self, node: Node, now: int) -> bool:
+        return node.id != 2
+
+    def connection_delay(self, node: Node, now: int) -> int:
+        self.delays_asked.append((node.id, now))
+        return 250
+
+
+class _RecordingMetadata(_Metadata):
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(cluster)
+        self.added: list[tuple[str, int]] = []
+        self.updates_requested = 0
+
+    def add(self, topic: str, now: int) -> None:
+        self.added.append((topic, now))
+
+    def request_update(self) -> None:
+        self.updates_requested += 1
+
+
+def test_unit_ready_nodes_feed_the_partitioner_latency_stats_and_unknown_leaders_ask_for_metadata() -> None:
+    # Java's Sender.sendProducerData: each node with data ready reports whether it could take
+    # it (KIP-794's partitioner.availability.timeout.ms counts from there); a node not yet
+    # connected bounds the poll by its connection delay; a ready node the metadata no longer
+    # knows is skipped, not the end of the loop; a topic without a known leader is added to the
+    # metadata (with the time, for its idle expiry) and an update is asked for.
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock)
+    second = Node(2, "broker-2.example", 9092)
+    sender.metadata = _RecordingMetadata(Cluster([LEADER, second], [PartitionInfo("t", 0, LEADER),
+                                                                   PartitionInfo("t", 1, second)]))
+    accumulator = sender.accumulator = _LatencyRecordingAccumulator()
+    client = sender.client = _NodesClient()
+    batch, _futures = _batch(clock)
+    accumulator.to_drain = [batch]
+    accumulator.ready_nodes = {0, LEADER.id, second.id}  # node 0: gone from the metadata
+    accumulator.unknown_leader_topics = {"orphan"}
+    assert sender.send_producer_data(10_000) == 0  # a node was drained: more may be ready
+    assert accumulator.latency_stats == [(LEADER.id, 10_000, True), (second.id, 10_000, False)]
+    assert client.delays_asked == [(second.id, 10_000)]
+    assert [request.destination for request in client.sent] == [LEADER.id]
+    assert sender.metadata.added == [("orphan", 10_000)]
+    assert sender.metadata.updates_requested == 1
+    accumulator.ready_nodes = {second.id}
+    assert sender.send_producer_data(10_000) == 250  # nothing drained: wait for the connection
