@@ -996,3 +996,15 @@ def test_unit_ready_nodes_feed_the_partitioner_latency_stats_and_unknown_leaders
     assert sender.metadata.updates_requested == 1
     accumulator.ready_nodes = {second.id}
     assert sender.send_producer_data(10_000) == 250  # nothing drained: wait for the connection
+
+
+@pytest.mark.parametrize(("expiry_in_ms", "expected"), [(40, 40), (0, 0), (-5, 0)],
+                         ids=["later", "now", "past"])
+def test_unit_the_poll_wakes_for_the_next_batch_expiry(expiry_in_ms: int, expected: int) -> None:
+    # delivery.timeout.ms is enforced by the Sender's own wake-up: a batch due to expire now
+    # (or overdue) makes the poll return at once, not a millisecond later.
+    clock = MockClock(now_ms=10_000)
+    sender = _sender(clock)
+    accumulator = sender.accumulator = _LatencyRecordingAccumulator()
+    accumulator.next_expiry_time_ms = lambda: 10_000 + expiry_in_ms  # type: ignore[method-assign]
+    assert sender.send_producer_data(10_000) == expected
