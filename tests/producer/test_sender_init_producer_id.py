@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -72,9 +73,9 @@ def _advance_until_done(clock: MockClock, futures: list[RecordFuture]) -> None:
             pass
 
 
-@pytest.mark.parametrize("code", [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS])
-def test_retriable_init_producer_id_errors_are_asked_again(cluster: MockCluster, code: int) -> None:
-    cluster.push_request_errors(INIT_PRODUCER_ID, [code, code])
+def _send_three(cluster: MockCluster) -> tuple[list[int], dict[str, Any]]:
+    """Three records to partition 0 on a frozen clock moved one backoff at a time: their offsets
+    and the producer's metrics."""
     clock = MockClock(now_ms=5_000)
     producer = _producer(cluster, clock)
     try:
@@ -84,6 +85,13 @@ def test_retriable_init_producer_id_errors_are_asked_again(cluster: MockCluster,
         metrics = producer.metrics()
     finally:
         producer.close(0)  # close's own timeout runs on the frozen clock
+    return offsets, metrics
+
+
+@pytest.mark.parametrize("code", [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS])
+def test_retriable_init_producer_id_errors_are_asked_again(cluster: MockCluster, code: int) -> None:
+    cluster.push_request_errors(INIT_PRODUCER_ID, [code, code])
+    offsets, metrics = _send_three(cluster)
     assert offsets == [0, 1, 2]
     assert metrics["producer-id"] >= 0
     assert len(cluster.requests(INIT_PRODUCER_ID)) == 3
@@ -155,13 +163,6 @@ def test_init_producer_id_uses_a_version_the_broker_lists(cluster: MockCluster) 
     # A broker that knows InitProducerId v0 only (Kafka 0.11-1.1) is asked with v0, which it
     # answers; the mock refuses a version outside what it listed.
     cluster.set_api_version(INIT_PRODUCER_ID, 0, 0)
-    clock = MockClock(now_ms=5_000)
-    producer = _producer(cluster, clock)
-    try:
-        futures = [producer.send("t", b"%d" % i, partition=0) for i in range(3)]
-        _advance_until_done(clock, futures)
-        offsets = [f.get(timeout=0).offset for f in futures]
-    finally:
-        producer.close(0)
+    offsets, _metrics = _send_three(cluster)
     assert offsets == [0, 1, 2]
     assert len(cluster.requests(INIT_PRODUCER_ID)) == 1
