@@ -97,3 +97,12 @@ def test_a_granted_producer_id_starts_the_next_backoff_afresh() -> None:
     sender.run_once()
     _answer_last(sender, **_failed())
     _asked_again_exactly_after(sender, clock, 100)
+
+
+def test_the_first_init_producer_id_goes_out_at_once_even_at_time_zero() -> None:
+    # No attempt before means no backoff: a clock that reads 0 (MockClock's default) must not
+    # hold the first InitProducerId back.
+    clock = MockClock()
+    sender = _asking_sender(clock)
+    sender.run_once()
+    assert len(sender.client.sent) == 1
