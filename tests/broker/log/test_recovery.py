@@ -4,10 +4,14 @@ recovery point is re-validated even when it is larger than recovery's read buffe
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
+import pytest
+
 from samsa.broker.log import Log, LogConfig
+from samsa.broker.log.files import atomic_write
 from samsa.broker.log.segment import _RECOVER_CHUNK, LogSegment
 from samsa.records import MemoryRecords, read_batch_header, set_base_offset
 
@@ -129,4 +133,26 @@ def test_recovery_still_cuts_a_corrupt_batch_larger_than_its_read_buffer(tmp_pat
     assert log.recovered_bytes_truncated == len(data) - positions[1]
     assert log.log_end_offset == 3
     assert path.stat().st_size == positions[1]
+    log.close()
+
+
+def test_an_atomic_write_interrupted_before_its_rename_leaves_a_file_that_loading_removes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A crash between writing a snapshot's temporary file and renaming it: the old snapshot
+    # (none here) stays, and the next load removes the temporary file, whatever its name is.
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    _write_segment(directory, 0, [build_batch(5)])
+
+    def crash(src: object, dst: object) -> None:
+        raise OSError("crashed before the rename")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", crash)
+        with pytest.raises(OSError):
+            atomic_write(directory / "00000000000000000005.snapshot", b"state")
+    [leftover] = [p.name for p in directory.iterdir() if not p.name.startswith("00000000000000000000.")]
+    log = _open(directory)
+    assert not (directory / leftover).exists()
+    assert log.log_end_offset == 5
     log.close()
