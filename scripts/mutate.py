@@ -41,6 +41,9 @@ WORK = ROOT / "mutants"
 REPORT = ROOT / "mutants-report.txt"
 # mutmut's own command, from the interpreter's environment (the venv of `make mutate`).
 MUTMUT = [str(Path(sys.executable).with_name("mutmut"))]
+# Per test in a mutation run: well above the slowest selected test under mutmut (the volume
+# tests are cut down there), far below the suite's 600 s.
+MUTANT_TEST_TIMEOUT_S = 90
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,12 @@ def prepare(group: Group, *, fresh: bool) -> Path:
 def run_mutmut(work: Path, args: Sequence[str], deadline: float) -> int | None:
     """`mutmut <args>` in work until it ends or the deadline passes (then stopped as by ^C:
     mutmut keeps the verdicts so far). Returns its exit code, None when it was stopped."""
-    # SAMSA_MUTATION_RUN: the slow property tests try fewer examples (tests/support/mutation_budget.py).
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SAMSA_MUTATION_RUN="1")
+    # SAMSA_MUTATION_RUN: the slowest tests do less (tests/support/mutation_budget.py).
+    # PYTEST_TIMEOUT: a mutant that makes a test hang (a Sender that never wakes, a lost
+    # callback) fails it after MUTANT_TEST_TIMEOUT_S instead of the suite's 600 s; mutmut's own
+    # limit counts CPU time, which a blocked test does not use.
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SAMSA_MUTATION_RUN="1",
+               PYTEST_TIMEOUT=str(MUTANT_TEST_TIMEOUT_S))
     env.pop("PYTHONPATH", None)  # nothing but mutmut's own sys.path: the mutated copy first
     proc = subprocess.Popen([*MUTMUT, *args], cwd=work, env=env, start_new_session=True)
     try:
