@@ -39,7 +39,7 @@ bench: $(STAMP)
 # `make mutate MODULES=records,log MUTATE_MINUTES=20`; groups in scripts/mutate.py.
 MODULES ?= all
 MUTATE_MINUTES ?= 60
-MUTATE_CHILDREN ?= 2
+MUTATE_CHILDREN ?=  # empty: per group, from the cores (scripts/mutate.py)
 MUTATE_ARGS ?=
 MUTATE_STAMP := $(VENV)/.installed-mutate
 
@@ -49,7 +49,7 @@ $(MUTATE_STAMP): $(STAMP)
 
 mutate: $(MUTATE_STAMP)
 	$(PY) scripts/mutate.py --modules $(MODULES) --minutes $(MUTATE_MINUTES) \
-		--max-children $(MUTATE_CHILDREN) $(MUTATE_ARGS)
+		$(if $(strip $(MUTATE_CHILDREN)),--max-children $(MUTATE_CHILDREN)) $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis mutants mutants-report.txt
