@@ -44,6 +44,9 @@ KIPS: tuple[Kip, ...] = (
     Kip(42, "Add Producer and Consumer Interceptors", _P,
         ("samsa/producer/interceptors.py",),
         "producer interceptors; the consumer accepts interceptor.classes but does not run them"),
+    Kip(43, "Kafka SASL enhancements", _P, ("samsa/security/__init__.py",),
+        "SCRAM and PLAIN exchanges implemented as library code; no client or listener speaks "
+        "SaslHandshake/SaslAuthenticate yet"),
     Kip(62, "Allow consumer to send heartbeats from a background thread", _Y,
         ("samsa/consumer/coordinator.py",), "max.poll.interval.ms leaves the group"),
     Kip(74, "Add Fetch Response Size Limit in Bytes", _Y,
@@ -75,6 +78,10 @@ KIPS: tuple[Kip, ...] = (
     Kip(283, "Efficient Memory Usage for Down-Conversion", _Y,
         ("samsa/broker/log/down_conversion.py",),
         "Fetch v0-3 converted chunk by chunk; message.downconversion.enable"),
+    Kip(84, "Support SASL SCRAM mechanisms", _P,
+        ("samsa/security/scram.py", "samsa/broker/scram_credentials.py"),
+        "SCRAM-SHA-256/512 client and server exchanges and stored credentials; not yet used to "
+        "authenticate connections"),
     Kip(339, "Create a new IncrementalAlterConfigs API", _Y,
         ("samsa/admin/configs.py", "samsa/broker/apis/incremental_alter_configs.py")),
     Kip(345, "Introduce static membership protocol to reduce consumer rebalances", _Y,
@@ -99,6 +106,11 @@ KIPS: tuple[Kip, ...] = (
         ("samsa/net/client.py", "samsa/broker/apis/api_versions.py",
          "samsa/protocol/frames.py"),
         "ApiVersions v3+; unknown versions answered in the v0 layout"),
+    Kip(554, "Add Broker-side SCRAM Config API", _P,
+        ("samsa/broker/apis/user_scram_credentials.py", "samsa/broker/scram_credentials.py",
+         "samsa/security/scram.py"),
+        "Describe/AlterUserScramCredentials and the durable credential store; the broker does "
+        "not authenticate with them yet (no SASL listener)"),
     Kip(580, "Exponential Backoff for Kafka Clients", _Y, ("samsa/net/backoff.py",),
         "retry.backoff.max.ms"),
     Kip(664, "Provide tooling to detect and abort hanging transactions", _P,

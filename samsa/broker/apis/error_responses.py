@@ -18,6 +18,7 @@ from typing import Any
 
 from samsa.protocol import (
     AlterConfigsResponse,
+    AlterUserScramCredentialsResponse,
     ApiKey,
     ApiVersionsResponse,
     CreatePartitionsResponse,
@@ -31,6 +32,7 @@ from samsa.protocol import (
     DescribeLogDirsResponse,
     DescribeProducersResponse,
     DescribeTopicPartitionsResponse,
+    DescribeUserScramCredentialsResponse,
     FetchResponse,
     FindCoordinatorResponse,
     HeartbeatResponse,
@@ -272,6 +274,24 @@ def _describe_producers(req: Any, version: int, code: int) -> Any:
         for t in req.topics])
 
 
+def _describe_user_scram_credentials(req: Any, version: int, code: int) -> Any:
+    # DescribeUserScramCredentialsRequest.getErrorResponse: the top-level code, and one result
+    # (with no user name) per user asked about.
+    R = DescribeUserScramCredentialsResponse
+    return R(throttle_time_ms=0, error_code=code, error_message=None, results=[
+        R.DescribeUserScramCredentialsResult(user="", error_code=code, error_message=None,
+                                             credential_infos=[])
+        for _ in req.users or ()])
+
+
+def _alter_user_scram_credentials(req: Any, version: int, code: int) -> Any:
+    # AlterUserScramCredentialsRequest.getErrorResponse: every user named, once, sorted.
+    R = AlterUserScramCredentialsResponse
+    users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+    return R(throttle_time_ms=0, results=[
+        R.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=None) for u in users])
+
+
 def _describe_topic_partitions(req: Any, version: int, code: int) -> Any:
     R = DescribeTopicPartitionsResponse
     return R(throttle_time_ms=0, topics=[
@@ -310,4 +330,6 @@ _BUILDERS: dict[int, Builder] = {int(key): build for key, build in {
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }.items()}

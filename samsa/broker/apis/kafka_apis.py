@@ -51,6 +51,10 @@ from samsa.broker.apis.produce import handle_produce, produce_runs_inline
 from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.sync_group import handle_sync_group
+from samsa.broker.apis.user_scram_credentials import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from samsa.broker.apis.versions import SERVED
 from samsa.broker.log import LogManager
 from samsa.broker.meta_properties import load_or_create_meta_properties
@@ -91,6 +95,8 @@ HANDLERS: Mapping[ApiKey, Handler] = {
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
 

@@ -15,6 +15,7 @@ from samsa.broker.group import GroupCoordinator
 from samsa.broker.log import Log, LogManager, TopicInfo
 from samsa.broker.log.config import resolve_broker_config
 from samsa.broker.purgatory import Purgatory
+from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class BrokerServices:
         self.config: dict[str, Any] = {**HANDLER_DEFAULTS, **resolve_broker_config(given)}
         # Dynamic broker configs (IncrementalAlterConfigs/AlterConfigs) over self.config.
         self.dynamic = DynamicBrokerConfig(log_manager, self.config)
+        # SCRAM users (Describe/AlterUserScramCredentials, KIP-554), kept in the data directory.
+        self.scram_credentials = ScramCredentialStore(log_manager.data_dir)
         self.producer_ids = producer_ids
         self.fetch_purgatory = Purgatory("fetch")
         # Loads groups and offsets from __consumer_offsets; its appends wake parked fetches.

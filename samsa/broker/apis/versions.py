@@ -52,6 +52,8 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KIP-966
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # KIP-554
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 })
 
 # Versions a request may actually carry; anything else closes the connection.

@@ -4,6 +4,7 @@ from samsa.protocol.messages import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -16,6 +17,7 @@ from samsa.protocol.messages import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
+    describe_user_scram_credentials,
     end_txn,
     fetch,
     find_coordinator,
@@ -48,5 +50,6 @@ DECLARED = [
     write_txn_markers.API, txn_offset_commit.API, describe_configs.API, sasl_authenticate.API,
     create_partitions.API, delete_groups.API, describe_cluster.API,
     alter_configs.API, describe_log_dirs.API, incremental_alter_configs.API, offset_delete.API,
+    describe_user_scram_credentials.API, alter_user_scram_credentials.API,
     describe_producers.API, describe_topic_partitions.API,
 ]
