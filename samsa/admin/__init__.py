@@ -11,14 +11,20 @@
 
 Modules: ``client`` (AdminClient: routing, retries, versions), ``messages`` (requests built
 per version and responses read into values), ``groups`` (the same for consumer groups),
-``types`` (NewTopic, TopicDescription, ...), ``errors`` (per-topic errors that say what to
-do), ``config`` (AdminConfig).
+``scram`` (SCRAM users, KIP-554), ``types`` (NewTopic, TopicDescription, ...), ``errors``
+(per-topic errors that say what to do), ``config`` (AdminConfig).
 """
 
 from samsa.admin.client import AdminClient
 from samsa.admin.config import ADMIN_CONFIG, AdminConfig
 from samsa.admin.configs import AlterConfigOp, AlterConfigOpType
 from samsa.admin.groups import GroupDescription, GroupListing, MemberDescription
+from samsa.admin.scram import (
+    ScramCredentialInfo,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
+)
 from samsa.admin.types import (
     ClusterDescription,
     ConfigEntry,
@@ -38,6 +44,7 @@ __all__ = [
     "ADMIN_CONFIG", "AdminClient", "AdminConfig", "AlterConfigOp", "AlterConfigOpType", "ClusterDescription", "ConfigEntry",
     "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "GroupDescription",
     "GroupListing", "MemberDescription", "NewPartitions",
-    "NewTopic", "Node", "PartitionDescription", "TopicDescription", "TopicPartition",
-    "format_topic_id",
+    "NewTopic", "Node", "PartitionDescription", "ScramCredentialInfo", "TopicDescription",
+    "TopicPartition", "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription", "format_topic_id",
 ]

@@ -36,6 +36,7 @@ from typing import Any, Self, TypeVar
 from samsa.admin import configs as c
 from samsa.admin import groups as g
 from samsa.admin import messages as m
+from samsa.admin import scram
 from samsa.admin.config import AdminConfig
 from samsa.admin.configs import AlterConfigOp
 from samsa.admin.errors import topic_error
@@ -80,6 +81,7 @@ log = logging.getLogger(__name__)
 K = TypeVar("K")
 R = TypeVar("R")
 T = TypeVar("T")
+V = TypeVar("V")
 
 _POLL_SLICE_MS = 200.0
 _MISSING: Any = object()
@@ -100,6 +102,8 @@ _API_PURPOSE: dict[int, str] = {
     ApiKey.DELETE_GROUPS: "deleting groups",
     ApiKey.FIND_COORDINATOR: "finding a group's coordinator",
     ApiKey.OFFSET_FETCH: "fetching committed offsets",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "describing SCRAM users",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "altering SCRAM users",
 }
 
 
@@ -108,6 +112,20 @@ def _controller_retriable(error: KafkaError) -> bool:
     UNKNOWN_TOPIC_OR_PARTITION is "retriable" for producers but means "no such topic" here,
     and a timed-out create may have happened, so it is reported rather than repeated."""
     return isinstance(error, (NotControllerError, ThrottlingQuotaExceededError))
+
+
+def _settle(results: dict[K, V], raise_errors: bool) -> dict[K, V]:
+    """``results``, or with ``raise_errors`` its first KafkaError raised, carrying every
+    failed key in ``.errors`` and the others' results in ``.results``."""
+    if raise_errors:
+        errors = {k: v for k, v in results.items() if isinstance(v, KafkaError)}
+        if errors:
+            first = next(iter(errors.values()))
+            first.errors = errors  # type: ignore[attr-defined]
+            first.results = {k: v for k, v in results.items()  # type: ignore[attr-defined]
+                             if k not in errors}
+            raise first
+    return results
 
 
 class AdminClient:
@@ -319,6 +337,38 @@ class AdminClient:
 
         return self._per_key(f"altering configs of {[str(r) for r in resources]}", resources,
                              timeout_ms, round_, lambda e: False, raise_errors)
+
+    def describe_user_scram_credentials(
+            self, users: Iterable[str] | None = None, *, timeout_ms: float | None = None,
+            raise_errors: bool = True) -> dict[str, scram.UserScramCredentialsDescription | KafkaError]:
+        """The SCRAM mechanisms and iteration counts of ``users`` (None: every user), never a
+        secret (KIP-554). A user without credentials maps to ResourceNotFoundError."""
+        wanted = None if users is None else list(users)
+
+        def attempt(deadline: float) -> dict[str, scram.UserScramCredentialsDescription | KafkaError]:
+            _, body = self._send(self._controller(deadline), ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                                 None, None, deadline, lambda v: scram.describe_request(v, wanted))
+            return scram.parse_describe(body)
+
+        found = self._retrying("describing SCRAM users", timeout_ms, attempt)
+        return _settle(found, raise_errors)
+
+    def alter_user_scram_credentials(
+            self, alterations: Iterable[scram.UserScramCredentialUpsertion | scram.UserScramCredentialDeletion],
+            *, timeout_ms: float | None = None, raise_errors: bool = True) -> dict[str, None | KafkaError]:
+        """Create, replace or delete SCRAM credentials (KIP-554); None per user changed. The
+        password is salted here and never sent."""
+        changes = list(alterations)
+        users = list(dict.fromkeys(a.user for a in changes))
+
+        def round_(pending: list[str], deadline: float) -> Mapping[str, Any]:
+            batch = [a for a in changes if a.user in pending]
+            _, body = self._send(self._controller(deadline), ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                                 None, None, deadline, lambda v: scram.alter_request(v, batch))
+            return scram.parse_alter(body)
+
+        return self._per_key(f"altering the SCRAM credentials of {users}", users, timeout_ms,
+                             round_, _controller_retriable, raise_errors)
 
     def delete_records(self, offsets: Mapping[TopicPartition | tuple[str, int], int], *,
                        timeout_ms: float | None = None,
@@ -558,16 +608,7 @@ class AdminClient:
             except KafkaError as e:
                 for key in pending:
                     results[key] = e
-        ordered = {key: results[key] for key in keys}
-        if raise_errors:
-            errors = {k: v for k, v in ordered.items() if isinstance(v, KafkaError)}
-            if errors:
-                first = next(iter(errors.values()))
-                first.errors = errors  # type: ignore[attr-defined]
-                first.results = {k: v for k, v in ordered.items()  # type: ignore[attr-defined]
-                                 if k not in errors}
-                raise first
-        return ordered
+        return _settle({key: results[key] for key in keys}, raise_errors)
 
     # -- transport ---------------------------------------------------------------------------
 

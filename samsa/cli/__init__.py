@@ -20,6 +20,7 @@ _SUBCOMMANDS = [
     "samsa.cli.consume_cmd",
     "samsa.cli.groups_cmd",
     "samsa.cli.perf_consume_cmd",
+    "samsa.cli.users_cmd",
 ]
 
 
