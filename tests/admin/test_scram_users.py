@@ -15,9 +15,15 @@ from samsa.admin import (
     UserScramCredentialsDescription,
     UserScramCredentialUpsertion,
 )
+from samsa.admin.scram import parse_describe
 from samsa.broker import Broker
 from samsa.broker.scram_credentials import ScramCredentialStore
-from samsa.errors import ResourceNotFoundError, UnacceptableCredentialError
+from samsa.errors import (
+    ClusterAuthorizationFailedError,
+    ResourceNotFoundError,
+    UnacceptableCredentialError,
+)
+from samsa.protocol import DescribeUserScramCredentialsResponse
 from samsa.security.scram import SCRAM_SHA_512, ScramClient, ScramServer
 
 
@@ -59,3 +65,11 @@ def test_an_unknown_mechanism_is_refused_before_anything_is_sent(make_broker: Ca
         with pytest.raises(ValueError, match="unknown SCRAM mechanism 'SCRAM-SHA-1'; use SCRAM-SHA-256 or SCRAM-SHA-512"):
             admin.alter_user_scram_credentials([UserScramCredentialUpsertion("dan", "SCRAM-SHA-1", "x")])
         assert admin.describe_user_scram_credentials() == {}
+
+
+def test_a_refused_describe_raises_the_brokers_error() -> None:
+    # A top-level error (CLUSTER_AUTHORIZATION_FAILED once ACLs run) fails the whole call.
+    response = DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=31, error_message="denied",
+                                                    results=[])
+    with pytest.raises(ClusterAuthorizationFailedError, match="denied"):
+        parse_describe(response)

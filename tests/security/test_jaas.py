@@ -33,10 +33,11 @@ def test_broker_users_comments_bare_words_escapes_and_case_of_the_flag() -> None
     ('a.B maybe username="a";', "flag must be one of required, requisite, sufficient, optional, not 'maybe'"),
     ('a.B required username;', "name=value pairs"),
     ('a.B required username="a" = "b";', "name=value pairs"),
+    ('a.B required "quoted"="b";', "name=value pairs (near 'quoted')"),
     ('a.B required user@="a";', "unexpected character '@'"),
     (";", "must start with '<LoginModuleClass> <flag>'"),
     ("", "must end with ';'"),
-], ids=["no-semicolon", "two-modules", "bad-flag", "no-value", "stray-equals", "bad-character",
+], ids=["no-semicolon", "two-modules", "bad-flag", "no-value", "stray-equals", "quoted-name", "bad-character",
         "empty-entry", "empty"])
 def test_malformed_values_name_the_setting_and_the_problem(value: str, why: str) -> None:
     with pytest.raises(ValueError) as info:

@@ -115,6 +115,14 @@ def test_a_client_refuses_a_server_that_does_not_know_the_credential() -> None:
         client.verify_server_final(b"v=" + base64.b64encode(b"\0" * 32))
     with pytest.raises(SaslAuthenticationFailedError, match="broker answered 'other-error'"):
         client.verify_server_final(b"e=other-error")
+    for bad in (b"garbage", b"x=1", b"v=not base64!"):
+        with pytest.raises(SaslAuthenticationFailedError, match="the broker's final message is invalid"):
+            client.verify_server_final(bad)
+
+
+def test_the_server_final_message_is_checked_only_after_the_client_final() -> None:
+    with pytest.raises(RuntimeError, match="final_message"):
+        ScramClient(SCRAM_SHA_256, "alice", "pw").verify_server_final(b"v=AAAA")
 
 
 @pytest.mark.parametrize(("server_first", "why"), [

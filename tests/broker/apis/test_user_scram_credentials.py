@@ -102,9 +102,28 @@ def test_each_refused_alteration_gets_kafkas_code_and_the_rest_applies(client: A
     assert described["dora"][2] == [(SHA_256, 4096)]  # refused whole: nothing of it applied
 
 
+def test_a_user_refused_once_stays_refused_for_the_rest_of_the_request(client: Any) -> None:
+    _alter(client, [_upsert("erin"), _upsert("fay")])
+    results = _alter(client, [
+        _upsert("few", iterations=100), _upsert("few"),  # the second is not looked at
+        _upsert("erin"),
+    ], deletions=[("fay", SHA_256), ("fay", SHA_256), ("fay", SHA_512), ("", SHA_256), ("erin", 7)])
+    assert results == {
+        "few": (UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
+        "fay": (DUPLICATE_RESOURCE, TWICE),
+        "": (UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        "erin": (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+    }
+    assert _describe(client) == {"erin": (NONE, None, [(SHA_256, 4096)]), "fay": (NONE, None, [(SHA_256, 4096)])}
+
+
 def test_a_corrupt_credential_file_stops_the_broker_with_its_path(tmp_path: Path) -> None:
     (tmp_path / SCRAM_CREDENTIALS_FILE).write_text('{"users": {"alice": {"SCRAM-SHA-256": {"salt": "!"}}}}')
     with pytest.raises(ValueError, match=f"{SCRAM_CREDENTIALS_FILE} is not a valid SCRAM credential file"):
+        ScramCredentialStore(tmp_path)
+    (tmp_path / SCRAM_CREDENTIALS_FILE).write_text(
+        '{"users": {"alice": {"SCRAM-SHA-1": {"salt": "", "stored_key": "", "server_key": "", "iterations": 1}}}}')
+    with pytest.raises(ValueError, match="unknown SCRAM mechanism 'SCRAM-SHA-1'"):
         ScramCredentialStore(tmp_path)
 
 
