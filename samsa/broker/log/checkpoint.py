@@ -43,13 +43,16 @@ def _parse(path: Path, fields: int) -> list[list[str]]:
         return []
     lines = text.splitlines()
     try:
-        if int(lines[0]) != _VERSION:
+        if lines and int(lines[0]) != _VERSION:
             raise ValueError(f"unsupported version {lines[0]!r}")
+        if len(lines) < 2:
+            return []  # empty, or the version alone: no entries (Kafka's CheckpointReadBuffer)
         count = int(lines[1])
-        entries = [line.split() for line in lines[2 : 2 + count]]
+        # Every line after the count is an entry, and there must be exactly ``count`` of them.
+        entries = [line.split() for line in lines[2:]]
         if len(entries) != count or any(len(e) != fields for e in entries):
-            raise ValueError(f"expected {count} entries of {fields} fields")
-    except (IndexError, ValueError) as exc:
+            raise ValueError(f"expected {count} entries of {fields} fields, found {len(entries)}")
+    except ValueError as exc:
         raise KafkaStorageError(
             f"checkpoint file {path} is malformed ({exc}); fix or delete it to recover the logs "
             "from scratch"

@@ -85,3 +85,35 @@ def test_sendfile_of_a_file_cut_under_the_slice_fails_loudly(tmp_path: Path) -> 
                 pass
     assert info.value.errno == errno.EIO
     assert "ended 30000 bytes early" in str(info.value)
+
+
+def test_head_is_the_first_bytes_of_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(range(100)))
+    piece = _slice_of(path, 10, 50)
+    first = piece.head(5)
+    assert (first.position, len(first), first.fileno(), first.read()) == (10, 5, piece.fileno(), bytes(range(10, 15)))
+    assert len(piece.head(500)) == 50  # never past the slice
+
+
+def test_descriptor_zero_is_a_file_like_any_other(tmp_path: Path) -> None:
+    # A broker started with stdin closed gets descriptor 0 for a log file: it must be used and
+    # closed like any other, not taken for "already closed".
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"abc")
+    saved = os.dup(0)
+    try:
+        os.close(0)
+        fd = os.open(path, os.O_RDONLY)
+        assert fd == 0
+        handle = FileHandle(fd, str(path))
+        piece = FileSlice(handle, 0, 3)
+        assert (piece.fileno(), piece.read()) == (0, b"abc")
+        handle.close()
+        with pytest.raises(OSError):
+            os.fstat(0)  # really closed
+        with pytest.raises(ValueError, match="was closed"):
+            piece.fileno()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
