@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
@@ -55,6 +56,8 @@ from samsa.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LogManager", "TopicInfo", "topic_id_from_str", "topic_id_to_str"]
 
@@ -129,8 +132,8 @@ class LogManager:
         try:
             self._load(now)
         except BaseException:
-            for log in self._logs.values():
-                log.abandon()
+            for opened in self._logs.values():
+                opened.abandon()
             os.close(self._lock_fd)
             raise
 
@@ -257,7 +260,7 @@ class LogManager:
             log_config = self._log_config(info)
             created = {p: self._open_log(info, p, log_config) for p in range(count)}
             self._topics[name] = info
-            self._logs.update({(name, p): log for p, log in created.items()})
+            self._logs.update({(name, p): lg for p, lg in created.items()})
             self._write_topics()
             return info
 
@@ -270,9 +273,9 @@ class LogManager:
                 raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
             self._write_topics()
             for partition in range(info.partitions):
-                log = self._logs.pop((name, partition), None)
-                if log is not None:
-                    log.abandon()
+                doomed_log = self._logs.pop((name, partition), None)
+                if doomed_log is not None:
+                    doomed_log.abandon()
                 directory = self.data_dir / partition_dir_name(name, partition)
                 if directory.exists():
                     doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-delete")
@@ -348,10 +351,10 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> Log:
         """The partition's Log; raises UnknownTopicOrPartitionError."""
-        log = self._logs.get((topic, partition))
-        if log is None:
+        found = self._logs.get((topic, partition))
+        if found is None:
             raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist on this broker")
-        return log
+        return found
 
     def logs(self) -> dict[tuple[str, int], Log]:
         with self._lock:
@@ -364,10 +367,10 @@ class LogManager:
         with self._lock:
             logs = dict(self._logs)
         write_offset_checkpoint(
-            self.data_dir / RECOVERY_POINT_CHECKPOINT, {k: log.recovery_point for k, log in logs.items()}
+            self.data_dir / RECOVERY_POINT_CHECKPOINT, {k: lg.recovery_point for k, lg in logs.items()}
         )
         write_offset_checkpoint(
-            self.data_dir / LOG_START_OFFSET_CHECKPOINT, {k: log.log_start_offset for k, log in logs.items()}
+            self.data_dir / LOG_START_OFFSET_CHECKPOINT, {k: lg.log_start_offset for k, lg in logs.items()}
         )
 
     def tick(self, now_ms: int | None = None) -> None:
@@ -376,16 +379,16 @@ class LogManager:
         checkpoints (``log.flush.offset.checkpoint.interval.ms``), producer-id expiry."""
         now = _now_ms() if now_ms is None else now_ms
         logs = list(self.logs().values())
-        for log in logs:
-            log.maintain(now)
+        for partition_log in logs:
+            partition_log.maintain(now)
         if now >= self._next_retention_ms:
             self._next_retention_ms = now + int(self.config["log.retention.check.interval.ms"])
-            for log in logs:
-                log.apply_retention(now)
+            for partition_log in logs:
+                partition_log.apply_retention(now)
         if now >= self._next_expiry_ms:
             self._next_expiry_ms = now + int(self.config["producer.id.expiration.check.interval.ms"])
-            for log in logs:
-                log.remove_expired_producers(now)
+            for partition_log in logs:
+                partition_log.remove_expired_producers(now)
         if now >= self._next_checkpoint_ms:
             self._next_checkpoint_ms = now + int(self.config["log.flush.offset.checkpoint.interval.ms"])
             self.checkpoint()
@@ -405,9 +408,7 @@ class LogManager:
             try:
                 self.tick()
             except Exception:  # keep housekeeping alive; the next tick retries
-                import logging
-
-                logging.getLogger(__name__).exception("log housekeeping failed")
+                log.exception("log housekeeping failed")
 
     def _check_open(self) -> None:
         if self._closed:
@@ -421,8 +422,8 @@ class LogManager:
         with self._lock:
             if self._closed:
                 return
-            for log in self._logs.values():
-                log.close()
+            for partition_log in self._logs.values():
+                partition_log.close()
             self.checkpoint()
             atomic_write(self.data_dir / CLEAN_SHUTDOWN_FILE, json.dumps({"version": 0}).encode())
             self._closed = True

@@ -14,6 +14,7 @@ import pytest
 from samsa.broker.log import LogManager, topic_id_from_str, topic_id_to_str
 from samsa.broker.log import manager as manager_module
 from samsa.errors import (
+    ConfigError,
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
@@ -502,3 +503,23 @@ def test_the_manager_schedules_from_the_wall_clock_by_default(open_manager: Open
     after = time.time_ns() // 1_000_000
     assert before + 60_000 <= manager._next_checkpoint_ms <= after + 60_000
     assert type(manager._next_checkpoint_ms) is int
+
+
+def test_reconfigure_applies_broker_settings_to_every_log_that_does_not_override_them(open_manager: Open) -> None:
+    # Kafka's DynamicLogConfig: a broker-level change reaches every open log at once, except
+    # where the topic sets its own value; a bad value changes nothing.
+    manager = open_manager()
+    manager.create_topic("plain", 2)
+    manager.create_topic("own", 1, {"retention.ms": "1000"})
+    manager.reconfigure({"log.retention.ms": "5000", "producer.id.expiration.ms": "7000"})
+    assert manager.config["log.retention.ms"] == 5000
+    for partition in (0, 1):
+        log = manager.get_log("plain", partition)
+        assert (log.config.retention_ms, log.producer_state.expiration_ms) == (5000, 7000)
+    assert manager.get_log("own", 0).config.retention_ms == 1000
+    with pytest.raises(ConfigError, match="log.retention.ms"):
+        manager.reconfigure({"log.retention.ms": "soon"})
+    assert manager.get_log("plain", 0).config.retention_ms == 5000
+    manager.close()
+    with pytest.raises(KafkaStorageError, match="is closed"):
+        manager.reconfigure({"log.retention.ms": "1"})
