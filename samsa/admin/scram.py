@@ -13,7 +13,7 @@ from typing import Any
 
 from samsa.errors import KafkaError, for_code
 from samsa.protocol import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
-from samsa.security.scram import MECHANISMS, ScramMechanism
+from samsa.security.scram import MECHANISMS, MECHANISMS_BY_TYPE, ScramMechanism
 
 __all__ = [
     "ScramCredentialInfo",
@@ -21,9 +21,6 @@ __all__ = [
     "UserScramCredentialUpsertion",
     "UserScramCredentialsDescription",
 ]
-
-_BY_TYPE = {m.type_code: m for m in MECHANISMS.values()}
-
 
 def mechanism_named(name: str) -> ScramMechanism:
     """``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` (also with ``_``) -> the mechanism; ValueError
@@ -102,7 +99,8 @@ def parse_describe(response: Any) -> dict[str, UserScramCredentialsDescription |
             out[r.user] = for_code(r.error_code)(r.error_message)
             continue
         out[r.user] = UserScramCredentialsDescription(r.user, [
-            ScramCredentialInfo(_BY_TYPE[c.mechanism].name if c.mechanism in _BY_TYPE else f"UNKNOWN({c.mechanism})",
+            ScramCredentialInfo(MECHANISMS_BY_TYPE[c.mechanism].name if c.mechanism in MECHANISMS_BY_TYPE
+                                else f"UNKNOWN({c.mechanism})",
                                 c.iterations)
             for c in r.credential_infos])
     return out

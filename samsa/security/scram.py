@@ -29,6 +29,7 @@ from samsa.errors import SaslAuthenticationFailedError
 
 __all__ = [
     "MECHANISMS",
+    "MECHANISMS_BY_TYPE",
     "SCRAM_SHA_256",
     "SCRAM_SHA_512",
     "ScramClient",
@@ -69,6 +70,7 @@ class ScramMechanism:
 SCRAM_SHA_256 = ScramMechanism("SCRAM-SHA-256", "sha256", 1)
 SCRAM_SHA_512 = ScramMechanism("SCRAM-SHA-512", "sha512", 2)
 MECHANISMS = {m.name: m for m in (SCRAM_SHA_256, SCRAM_SHA_512)}
+MECHANISMS_BY_TYPE = {m.type_code: m for m in MECHANISMS.values()}  # the credential APIs' int8
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,12 @@ from samsa.errors import (
     UnsupportedSaslMechanismError,
 )
 from samsa.protocol import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
-from samsa.security.scram import MECHANISMS, ScramCredential, ScramMechanism
+from samsa.security.scram import MECHANISMS, MECHANISMS_BY_TYPE, ScramCredential, ScramMechanism
 
 DescribeResult = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 CredentialInfo = DescribeUserScramCredentialsResponse.CredentialInfo
 AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
-_BY_TYPE = {m.type_code: m for m in MECHANISMS.values()}
 _TWICE = "A user credential cannot be altered twice in the same request"
 
 
@@ -61,7 +60,7 @@ def handle_describe_user_scram_credentials(
 def _check(name: str, mechanism_type: int) -> tuple[ScramMechanism | None, tuple[int, str] | None]:
     if not name:
         return None, (UnacceptableCredentialError.code, "Username must not be empty")
-    mechanism = _BY_TYPE.get(mechanism_type)
+    mechanism = MECHANISMS_BY_TYPE.get(mechanism_type)
     if mechanism is None:
         return None, (UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
     return mechanism, None
