@@ -4,12 +4,18 @@
 ``--config key=value``) into a read-only mapping keyed by Kafka's dotted names.  An unknown name
 raises :class:`~samsa.errors.ConfigError` naming it; so does an invalid value.
 
-Listeners.  One PLAINTEXT listener is served.  ``listeners`` (``PLAINTEXT://host:port``) says
-where to bind; ``Broker(host=..., port=...)`` and ``samsa broker --host/--port`` override it.
-``advertised.listeners`` is what Metadata tells clients; unset, it is the bound host and the
-*bound* port (so port 0 advertises the ephemeral port).  A wildcard bind (``0.0.0.0``, ``::``
-or an empty host) is advertised as this machine's host name, as Kafka advertises an empty host;
-set ``advertised.listeners`` when clients must use another name.
+Listeners (samsa/broker/listeners.py).  ``listeners`` names each listener and where it binds
+(``PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093``); ``Broker(host=..., port=...)``
+replace the first one's address.  ``advertised.listeners`` is what Metadata tells clients of
+each listener; unset, the bound host and the *bound* port (so port 0 advertises the ephemeral
+port).  A wildcard bind (``0.0.0.0``, ``::`` or an empty host) is advertised as this machine's
+host name, as Kafka advertises an empty host.
+
+Per-listener settings.  As in Kafka, ``listener.name.<listener>.<setting>`` overrides a security
+setting for one listener (``listener.name.sasl_ssl.ssl.keystore.location``), and the SASL
+login settings are given per listener and mechanism
+(``listener.name.sasl_plaintext.plain.sasl.jaas.config``); :meth:`BrokerConfig.listener_value`
+and :meth:`BrokerConfig.jaas_config` read them.
 
 Settings Kafka needs for a multi-node KRaft cluster (``process.roles``, ``controller.*``,
 replication factors ...) are accepted so that a Kafka ``server.properties`` loads, and ignored:
@@ -19,37 +25,49 @@ this is one node that is broker and controller at once.
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from samsa.broker.listeners import parse_listeners, parse_protocol_map, served_listeners
 from samsa.config import Config, ConfigDef, Range, Type, ValidChoice, at_least
 from samsa.errors import ConfigError
 from samsa.records.compression import LEVEL_RANGES, default_level
 
 __all__ = [
     "BROKER_CONFIG",
+    "SASL_MECHANISMS",
     "BrokerConfig",
-    "Listener",
-    "advertised_listener",
     "load_properties",
-    "parse_listener",
     "parse_properties",
 ]
 
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
-_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_LISTENER_PREFIX = "listener.name."
+# Mechanisms Kafka ships; GSSAPI (Kerberos) is known but not served here.
+SASL_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# Settings Kafka reads per listener *and mechanism* (listener.name.<l>.<mechanism>.<setting>).
+_PER_MECHANISM = ("sasl.jaas.config", "sasl.server.callback.handler.class",
+                  "sasl.login.callback.handler.class", "sasl.login.class",
+                  "connections.max.reauth.ms")
 
 
 def _network_settings(d: ConfigDef) -> None:
     d.define("node.id", Type.INT, 1, at_least(0), "This node's id (Kafka's node.id / broker.id).")
     d.define("listeners", Type.STRING, None, None,
-             "Where to listen: PLAINTEXT://host:port (one listener); host/port arguments win.")
+             "Where to listen: NAME://host:port,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL or "
+             "a name mapped in listener.security.protocol.map); host/port arguments replace "
+             "the first one's address.")
     d.define("advertised.listeners", Type.STRING, None, None,
-             "The address clients are told (PLAINTEXT://host:port); default: the bound address.")
+             "The addresses clients are told, per listener (NAME://host:port,...); default: "
+             "the bound address.")
+    d.define("controller.listener.names", Type.STRING, None, None,
+             "Listeners of a separate KRaft controller; listeners named here are not served "
+             "(this one node has no controller endpoint).")
+    d.define("listener.security.protocol.map", Type.STRING,
+             "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None,
+             "Security protocol of each listener name (NAME:PROTOCOL,...).")
     d.define("num.network.threads", Type.INT, 3, at_least(1),
              "Network (processor) threads that read requests and write responses.")
     d.define("num.io.threads", Type.INT, 8, at_least(1), "Request handler threads.")
@@ -192,13 +210,63 @@ def _coordinator_settings(d: ConfigDef) -> None:
 def _kraft_compat_settings(d: ConfigDef) -> None:
     # Present in Kafka's sample server.properties; meaningless for one combined node.
     for name in ("process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-                 "controller.listener.names", "inter.broker.listener.name",
-                 "listener.security.protocol.map", "metadata.log.dir"):
+                 "inter.broker.listener.name",
+                 "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol",
+                 "sasl.mechanism.controller.protocol", "metadata.log.dir"):
         d.define(name, Type.STRING, None, None, "Accepted for Kafka compatibility; ignored.")
+
+
+def _security_settings(d: ConfigDef) -> None:
+    # Kafka's BrokerSecurityConfigs and SslConfigs names and defaults.
+    d.define("sasl.enabled.mechanisms", Type.LIST, ["GSSAPI"], None,
+             "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+             "(Kafka's default, GSSAPI, is not served: set this on a SASL listener).")
+    d.define("sasl.jaas.config", Type.STRING, None, None,
+             "JAAS login settings; a broker reads them per listener and mechanism: "
+             "listener.name.<listener>.<mechanism>.sasl.jaas.config (PLAIN users as "
+             'user_<name>="<password>").')
+    d.define("sasl.server.max.receive.size", Type.INT, 524_288, at_least(1),
+             "Largest request accepted before a SASL client has authenticated.")
+    d.define("connections.max.reauth.ms", Type.LONG, 0, at_least(0),
+             "SASL session lifetime (KIP-368): a client must re-authenticate within it or its "
+             "connection is closed; 0 = sessions never expire.")
+    d.define("connection.failed.authentication.delay.ms", Type.INT, 100, at_least(0),
+             "Delay before a connection whose authentication failed is closed, to slow down "
+             "clients that keep trying.")
+    d.define("principal.builder.class", Type.STRING, None, None,
+             "Accepted; principals are built as Kafka's DefaultKafkaPrincipalBuilder does.")
+    d.define("ssl.keystore.type", Type.STRING, "JKS", None,
+             "Keystore file format; PEM is served (key and certificate chain in one file).")
+    d.define("ssl.keystore.location", Type.STRING, None, None,
+             "The broker's PEM key and certificate chain (TLS listeners).")
+    d.define("ssl.keystore.password", Type.STRING, None, None, "Accepted (PEM keystores have none).")
+    d.define("ssl.keystore.key", Type.STRING, None, None,
+             "The broker's private key as PEM text (instead of ssl.keystore.location).")
+    d.define("ssl.keystore.certificate.chain", Type.STRING, None, None,
+             "The broker's certificate chain as PEM text (with ssl.keystore.key).")
+    d.define("ssl.key.password", Type.STRING, None, None, "Password of an encrypted private key.")
+    d.define("ssl.truststore.type", Type.STRING, "JKS", None, "Truststore file format; PEM is served.")
+    d.define("ssl.truststore.location", Type.STRING, None, None,
+             "PEM CA certificates that client certificates must chain to.")
+    d.define("ssl.truststore.password", Type.STRING, None, None, "Accepted (PEM has none).")
+    d.define("ssl.truststore.certificates", Type.STRING, None, None,
+             "Trusted CA certificates as PEM text (instead of ssl.truststore.location).")
+    d.define("ssl.client.auth", Type.STRING, "none", ValidChoice(("required", "requested", "none")),
+             "Client certificates: required, requested (checked when sent) or none.")
+    d.define("ssl.protocol", Type.STRING, "TLSv1.3", None, "TLS protocol (as Java's SSLContext).")
+    d.define("ssl.enabled.protocols", Type.LIST, ["TLSv1.2", "TLSv1.3"], None,
+             "TLS versions accepted.")
+    d.define("ssl.cipher.suites", Type.LIST, [], None,
+             "TLS 1.2 cipher suites (OpenSSL names); empty = the library's defaults.")
+    d.define("ssl.endpoint.identification.algorithm", Type.STRING, "https", None,
+             "Accepted (the broker does not check client host names).")
+    d.define("ssl.principal.mapping.rules", Type.STRING, "DEFAULT", ValidChoice(("DEFAULT",)),
+             "How certificate subjects become principal names; DEFAULT (the full subject).")
 
 
 BROKER_CONFIG = ConfigDef("broker")
 _network_settings(BROKER_CONFIG)
+_security_settings(BROKER_CONFIG)
 _log_settings(BROKER_CONFIG)
 _coordinator_settings(BROKER_CONFIG)
 _kraft_compat_settings(BROKER_CONFIG)
@@ -209,15 +277,77 @@ class BrokerConfig(Config):
 
     DEFINITION = BROKER_CONFIG
 
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        # listener.name.<listener>.* settings have open-ended names: set them aside, parse the
+        # rest as usual, then check each one against the setting it overrides.
+        plain: dict[str, Any] = {}
+        self._prefixed: dict[str, Any] = {}
+        for key, value in (config or {}).items():
+            if isinstance(key, str) and key.startswith(_LISTENER_PREFIX):
+                self._prefixed[key] = value
+            else:
+                plain[key] = value
+        super().__init__(plain, **kwargs)
+
     def _post_process(self) -> None:
+        protocols = parse_protocol_map(self["listener.security.protocol.map"])
         for name in ("listeners", "advertised.listeners"):
             if self[name] is not None:
-                parse_listener(name, self[name])
+                parse_listeners(name, self[name], protocols)
+        if self["listeners"] is not None:
+            served_listeners(self)
+        self.listener_overrides: dict[str, dict[str, Any]] = {}
+        for key, value in getattr(self, "_prefixed", {}).items():
+            listener, _, setting = key[len(_LISTENER_PREFIX):].partition(".")
+            if not listener or not setting:
+                raise ConfigError(key, "expected listener.name.<listener>.<setting>")
+            self.listener_overrides.setdefault(listener.upper(), {})[setting] = \
+                self._listener_setting(key, setting, value)
         dirs = [self[n] for n in ("log.dirs", "log.dir") if self[n] is not None]
         for value in dirs:
             if len([d for d in value.split(",") if d.strip()]) > 1:
                 raise ConfigError("log.dirs", f"{value!r} names several directories; "
                                   "this broker stores everything in one")
+
+    def _listener_setting(self, key: str, setting: str, value: Any) -> Any:
+        definition = self.definition
+        mechanism, _, rest = setting.partition(".")
+        if mechanism.upper() in SASL_MECHANISMS and rest in _PER_MECHANISM:
+            return definition[rest].convert(value)
+        if setting in definition and (setting.startswith(("ssl.", "sasl."))
+                                      or setting in _PER_MECHANISM
+                                      or setting == "connection.failed.authentication.delay.ms"):
+            return definition[setting].convert(value)
+        raise ConfigError(key, "unknown per-listener setting: Kafka's listener.name.<listener>. "
+                          "prefix takes ssl.* and sasl.* settings, and "
+                          "<mechanism>.sasl.jaas.config")
+
+    def listener_value(self, listener: str, setting: str) -> Any:
+        """``setting`` for one listener: its listener.name.<listener>. override, else the
+        broker-wide value."""
+        overrides = self.listener_overrides.get(listener.upper(), {})
+        return overrides[setting] if setting in overrides else self[setting]
+
+    def mechanism_value(self, listener: str, mechanism: str, setting: str) -> Any:
+        """A per-mechanism setting (listener.name.<listener>.<mechanism>.<setting>), else the
+        listener's value."""
+        overrides = self.listener_overrides.get(listener.upper(), {})
+        key = f"{mechanism.lower()}.{setting}"
+        if key in overrides:
+            return overrides[key]
+        return self.listener_value(listener, setting)
+
+    def jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """The JAAS settings of ``mechanism`` on ``listener``, as Kafka's
+        JaasContext.loadServerContext reads them (only the listener-and-mechanism prefix)."""
+        value = self.listener_overrides.get(listener.upper(), {}).get(
+            f"{mechanism.lower()}.sasl.jaas.config")
+        return value if isinstance(value, str) else None
+
+    def __repr__(self) -> str:  # never print passwords or JAAS secrets
+        shown = {name: ("[hidden]" if _is_secret(name) else self[name])
+                 for name in sorted(self.originals)}
+        return f"BrokerConfig({shown!r})"
 
     @property
     def data_dir(self) -> str | None:
@@ -231,62 +361,9 @@ class BrokerConfig(Config):
         return {name: self[name] for name in self.originals}
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    name: str  # listener (security protocol) name, always PLAINTEXT here
-    host: str  # "" = all interfaces
-    port: int
-
-
-_LISTENER_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[^\]]*\]|[^:/\[\]]*):(\d+)$")
-
-
-def parse_listener(setting: str, value: str) -> Listener:
-    """``PLAINTEXT://host:port`` -> Listener; ConfigError for anything else."""
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if len(parts) != 1:
-        raise ConfigError(setting, f"{value!r}: give exactly one listener, PLAINTEXT://host:port")
-    match = _LISTENER_RE.match(parts[0])
-    if match is None:
-        raise ConfigError(setting, f"{value!r} is not of the form PLAINTEXT://host:port")
-    name, host, port_text = match.groups()
-    if name.upper() != "PLAINTEXT":
-        raise ConfigError(setting, f"listener {name!r} is not supported: only PLAINTEXT is served")
-    port = int(port_text)
-    if port > 65535:
-        raise ConfigError(setting, f"port {port} is out of range (0-65535)")
-    if host.startswith("["):
-        host = host[1:-1]
-    return Listener("PLAINTEXT", host, port)
-
-
-def bind_listener(config: Mapping[str, Any], host: str | None, port: int | None,
-                  default_host: str = "127.0.0.1") -> Listener:
-    """Where to listen: ``listeners`` (else ``default_host`` on an ephemeral port), with
-    ``host``/``port`` given to the Broker taking precedence."""
-    if config["listeners"] is not None:
-        listener = parse_listener("listeners", config["listeners"])
-    else:
-        listener = Listener("PLAINTEXT", default_host, 0)
-    if port is not None and not 0 <= port <= 65535:
-        raise ConfigError("port", f"{port} is out of range (0-65535)")
-    return Listener("PLAINTEXT", listener.host if host is None else host,
-                    listener.port if port is None else port)
-
-
-def advertised_listener(config: Mapping[str, Any], bound_host: str, bound_port: int) -> Listener:
-    """The address Metadata advertises: advertised.listeners, else the bound address.
-
-    A wildcard host becomes this machine's host name; port 0 becomes the bound port."""
-    value = config.get("advertised.listeners")
-    if value:
-        listener = parse_listener("advertised.listeners", value)
-        host, port = listener.host, listener.port or bound_port
-    else:
-        host, port = bound_host, bound_port
-    if host in _WILDCARD_HOSTS:
-        host = socket.gethostname()
-    return Listener("PLAINTEXT", host, port)
+def _is_secret(name: str) -> bool:
+    return any(marker in name for marker in ("password", "secret", "sasl.jaas.config",
+                                             "ssl.keystore.key"))
 
 
 # --- Java properties files ----------------------------------------------------------------

@@ -57,7 +57,9 @@ class RequestContext:
     ``correlation_id``, ``client_id``); ``api_key`` and ``api_version`` are the header's, read
     once here for the dispatcher and the handlers; ``body``: the decoded request message;
     ``connection_id``: ``"localhost:port-clienthost:port-n"`` as Kafka names connections;
-    ``client_host``: the peer's address; ``listener``: ``"PLAINTEXT"``; ``received_ms``:
+    ``client_host``: the peer's address; ``listener``: the listener's name (``"PLAINTEXT"``,
+    ``"SASL_SSL"`` ...); ``principal``: who the client authenticated as (``"User:alice"``,
+    ``"User:CN=client,O=..."``; ``"User:ANONYMOUS"`` when it did not); ``received_ms``:
     when the frame was complete, ``time.monotonic()`` in milliseconds (deadlines such as a
     Fetch's MaxWaitMs count from here); ``size``: the request's bytes (without the size prefix).
     """
@@ -73,13 +75,14 @@ class RequestContext:
         "connection_id",
         "header",
         "listener",
+        "principal",
         "received_ms",
         "size",
     )
 
     def __init__(self, header: Any, body: Any, connection_id: str, client_host: str,
                  listener: str, received_ms: float, size: int, sink: ResponseSink,
-                 conn: Any) -> None:
+                 conn: Any, principal: str = "User:ANONYMOUS") -> None:
         self.header = header
         self.api_key: int = header.request_api_key
         self.api_version: int = header.request_api_version
@@ -87,6 +90,7 @@ class RequestContext:
         self.connection_id = connection_id
         self.client_host = client_host
         self.listener = listener
+        self.principal = principal
         self.received_ms = received_ms
         self.size = size
         self._sink = sink

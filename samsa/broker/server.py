@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,12 +29,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from samsa.broker.config import BrokerConfig, advertised_listener, bind_listener
+from samsa.broker.config import BrokerConfig
 from samsa.broker.handler_pool import RequestHandlerPool
+from samsa.broker.listeners import Listener, advertised_listeners, served_listeners
 from samsa.broker.meta_properties import load_or_create_meta_properties
 from samsa.broker.network import SocketServer
+from samsa.broker.network.authenticator import SERVED_MECHANISMS, SaslListenerSettings, plain_users
+from samsa.broker.network.endpoint import Endpoint, server_ssl_context
 from samsa.broker.network.probe import api_versions_probe
 from samsa.broker.node import BrokerNode
+from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.errors import ConfigError
 
 __all__ = ["DEFAULT_HOST", "Broker"]
@@ -44,10 +49,10 @@ DEFAULT_HOST = "127.0.0.1"
 
 
 class Broker:
-    """A single-node broker serving Kafka clients on ``host:port``.
+    """A single-node broker serving Kafka clients on each of its listeners.
 
-    ``host``/``port`` override ``listeners``; with neither, it listens on 127.0.0.1 on an
-    ephemeral port.  ``data_dir`` overrides ``log.dirs``; one of them is required.
+    ``host``/``port`` replace the first listener's address; with neither and no ``listeners``,
+    it listens (PLAINTEXT) on 127.0.0.1 on an ephemeral port.  ``data_dir`` overrides ``log.dirs``; one of them is required.
     ``config`` takes Kafka broker settings (see samsa/broker/config.py); unknown names raise
     ConfigError.
     """
@@ -62,7 +67,8 @@ class Broker:
             raise ConfigError("log.dirs", "no data directory: pass data_dir (--data-dir) or "
                               "set log.dirs")
         self.data_dir = Path(directory)
-        self._bind = bind_listener(self.config, host, port, DEFAULT_HOST)
+        self._served = served_listeners(self.config, host, port, DEFAULT_HOST)
+        self._bind = self._served[0]
         self.node_id: int = self.config["node.id"]
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.meta = load_or_create_meta_properties(self.data_dir, self.node_id)
@@ -96,7 +102,7 @@ class Broker:
             inline = (getattr(self.apis, "runs_inline", None)
                       if self.config["samsa.inline.dispatch.enable"] else None)
             self.socket_server = SocketServer.from_config(
-                self.config, self.apis.handle, self._bind.host, self._bind.port,
+                self.config, self.apis.handle, [self._endpoint(lst) for lst in self._served],
                 inline=inline)
             self.handler_pool = RequestHandlerPool(
                 self.socket_server.request_channel, self.apis.handle,
@@ -108,6 +114,51 @@ class Broker:
                 self.log_manager.close()
             raise
 
+    def _endpoint(self, listener: Listener) -> Endpoint:
+        ssl_context = server_ssl_context(self.config, listener.name) if listener.uses_tls else None
+        sasl = self._sasl_settings(listener.name) if listener.uses_sasl else None
+        return Endpoint(listener, ssl_context, sasl)
+
+    def _sasl_settings(self, name: str) -> SaslListenerSettings:
+        config = self.config
+        mechanisms = [m.strip().upper() for m in config.listener_value(name, "sasl.enabled.mechanisms")]
+        for mechanism in mechanisms:
+            if mechanism not in SERVED_MECHANISMS:
+                raise ConfigError("sasl.enabled.mechanisms",
+                                  f"{mechanism} is not served on listener {name}; enable some of "
+                                  f"{', '.join(SERVED_MECHANISMS)}")
+        if not mechanisms:
+            raise ConfigError("sasl.enabled.mechanisms", f"SASL listener {name} enables none")
+        users: dict[str, str] = {}
+        if "PLAIN" in mechanisms:
+            setting = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+            jaas = config.jaas_config(name, "PLAIN")
+            if jaas is None:
+                raise ConfigError(setting, f"PLAIN on listener {name} needs its users: set "
+                                  f"{setting} to org.apache.kafka.common.security.plain."
+                                  'PlainLoginModule required user_<name>="<password>";')
+            try:
+                users = plain_users(jaas, setting)
+            except ValueError as exc:
+                raise ConfigError(setting, str(exc)) from None
+        store = self._scram_store()
+        return SaslListenerSettings(
+            listener=name, mechanisms=mechanisms, plain_users=users,
+            scram_credential=store.get,
+            reauth_ms={m: int(config.mechanism_value(name, m, "connections.max.reauth.ms"))
+                       for m in mechanisms},
+            failed_delay_ms=int(config.listener_value(
+                name, "connection.failed.authentication.delay.ms")),
+            max_receive_bytes=int(config.listener_value(name, "sasl.server.max.receive.size")))
+
+    def _scram_store(self) -> ScramCredentialStore:
+        # The handlers' store, so that users AlterUserScramCredentials adds can log in at once.
+        services = getattr(self.apis, "services", None)
+        store = getattr(services, "scram_credentials", None)
+        if not isinstance(store, ScramCredentialStore):
+            store = ScramCredentialStore(self.data_dir)
+        return store
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
@@ -117,9 +168,13 @@ class Broker:
                 raise RuntimeError("this broker was closed; build a new one")
             if self._started:
                 return self
-            bound_port = self.socket_server.bind()
-            advertised = advertised_listener(self.config, self._bind.host, bound_port)
+            self.socket_server.bind()
+            self._advertised_by_name = advertised_listeners(
+                self.config, self.socket_server.bound_listeners)
+            advertised = next(iter(self._advertised_by_name.values()))
             self.node.host, self.node.port = advertised.host, advertised.port
+            self.node.endpoints = {name: (a.host, a.port)
+                                   for name, a in self._advertised_by_name.items()}
             self._advertised = advertised
             start_background = getattr(self.log_manager, "start_background", None)
             if start_background is not None:
@@ -128,9 +183,10 @@ class Broker:
             self.socket_server.start()
             self._started = True
             self._ready.set()
-        log.info("broker %d (cluster %s) listening on %s:%d, advertised as %s, data in %s",
-                 self.node_id, self.cluster_id, self._bind.host, bound_port,
-                 self.bootstrap_servers, self.data_dir)
+        log.info("broker %d (cluster %s) listening on %s, advertised as %s, data in %s",
+                 self.node_id, self.cluster_id,
+                 ", ".join(f"{lst.address} ({lst.name})" for lst in self.listeners),
+                 ", ".join(a.address for a in self._advertised_by_name.values()), self.data_dir)
         return self
 
     def close(self, timeout: float = 10.0) -> None:
@@ -166,8 +222,11 @@ class Broker:
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             try:
-                api_versions_probe(host, self.port, max(deadline - time.monotonic(), 0.01))
+                api_versions_probe(host, self.port, max(deadline - time.monotonic(), 0.01),
+                                   tls=self._bind.uses_tls)
                 return
+            except ssl.SSLError:
+                return  # a TLS listener that wants a client certificate: it is up and talking
             except OSError as exc:
                 last_error = exc
                 time.sleep(0.01)
@@ -187,6 +246,27 @@ class Broker:
         return self.socket_server.port
 
     @property
+    def listeners(self) -> list[Listener]:
+        """Every listener with its bound address (after start()), in the order of
+        ``listeners``."""
+        return self.socket_server.bound_listeners
+
+    @property
+    def advertised_listeners(self) -> dict[str, Listener]:
+        """Listener name -> the address its clients are told (after start())."""
+        if not self._started:
+            raise RuntimeError("the broker is not started yet: call start()")
+        return dict(self._advertised_by_name)
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """``host:port`` for clients of ``listener`` (its advertised address)."""
+        try:
+            return self.advertised_listeners[listener.upper()].address
+        except KeyError:
+            raise KeyError(f"no listener named {listener!r}; this broker has "
+                           f"{', '.join(self._advertised_by_name)}") from None
+
+    @property
     def advertised_host(self) -> str:
         return str(self.node.host)
 
@@ -195,10 +275,7 @@ class Broker:
         """``host:port`` clients should use (the advertised address)."""
         if not self._started:
             raise RuntimeError("the broker is not started yet: call start()")
-        host = self._advertised.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"{host}:{self._advertised.port}"
+        return self._advertised.address
 
     def __repr__(self) -> str:
         where = f"{self._bind.host}:{self.socket_server.port}" if self._started else "not started"

@@ -64,7 +64,13 @@ def broker_command(port: int | None, host: str | None, data_dir: str | None,
             settings.update(load_properties(config_file))
         settings.update(_parse_overrides(overrides))
         config = BrokerConfig(settings)
-        if port is None and config["listeners"] is None:
+        if config["listeners"] is not None:
+            # Kafka's tools know only listeners: given in a file or with -c, it wins.
+            if port is not None or host is not None:
+                click.echo("note: --host/--port are ignored: 'listeners' says where to listen",
+                           err=True)
+            port = host = None
+        elif port is None:
             port = DEFAULT_PORT
         broker = Broker(data_dir, port=port, host=host, config=config)
     except ConfigError as exc:
@@ -89,10 +95,15 @@ def broker_command(port: int | None, host: str | None, data_dir: str | None,
         # few thousand requests.  Only this standalone process does so; an embedded Broker
         # leaves its host's GC alone.
         gc.freeze()
-        bound = f"[{broker.host}]" if ":" in broker.host else broker.host
-        click.echo(f"listening on {bound}:{broker.port}")
-        if broker.bootstrap_servers != f"{bound}:{broker.port}":
-            click.echo(f"advertised as {broker.bootstrap_servers}")
+        # One "listening on HOST:PORT" line per listener, in the order of 'listeners' (scripts
+        # that start the broker with --port 0 read the first); the log names each listener.
+        advertised = broker.advertised_listeners
+        for listener in broker.listeners:
+            click.echo(f"listening on {listener.address}")
+        for listener in broker.listeners:
+            told = advertised[listener.name].address
+            if told != listener.address:
+                click.echo(f"advertised as {told}")
         sys.stdout.flush()
         while not stop.wait(0.5):
             pass

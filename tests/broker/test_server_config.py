@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.config import (
-    BrokerConfig,
+from samsa.broker.config import BrokerConfig, load_properties, parse_properties
+from samsa.broker.listeners import (
     Listener,
-    advertised_listener,
-    load_properties,
-    parse_listener,
-    parse_properties,
+    advertised_listeners,
+    parse_listeners,
+    parse_protocol_map,
+    served_listeners,
 )
 from samsa.errors import ConfigError
 
@@ -96,36 +96,91 @@ log.segment.bytes=1073741824
 log.retention.check.interval.ms=300000
 """
     props = parse_properties(text)
-    # Kafka's sample has a CONTROLLER listener; one node serves only PLAINTEXT.
+    # Kafka's sample as it is: its CONTROLLER listener (controller.listener.names) is not served.
+    cfg = BrokerConfig(props)
+    assert cfg.data_dir == "/tmp/kraft-combined-logs"
+    assert served_listeners(cfg) == [Listener("PLAINTEXT", "", 9092, "PLAINTEXT")]
+    props["controller.listener.names"] = "CONTROLLER,PLAINTEXT"
     with pytest.raises(ConfigError) as info:
         BrokerConfig(props)
     assert info.value.setting == "listeners"
-    props["listeners"] = "PLAINTEXT://:9092"
-    props["advertised.listeners"] = "PLAINTEXT://localhost:9092"
-    cfg = BrokerConfig(props)
-    assert cfg.data_dir == "/tmp/kraft-combined-logs"
 
 
 def test_listeners() -> None:
-    assert parse_listener("listeners", "PLAINTEXT://127.0.0.1:9092") == \
-        Listener("PLAINTEXT", "127.0.0.1", 9092)
-    assert parse_listener("listeners", "PLAINTEXT://:0") == Listener("PLAINTEXT", "", 0)
-    assert parse_listener("listeners", "plaintext://[::1]:9093") == Listener("PLAINTEXT", "::1", 9093)
-    for bad in ("127.0.0.1:9092", "SSL://h:1", "PLAINTEXT://h:99999", "PLAINTEXT://h:1,PLAINTEXT://h:2"):
+    assert parse_listeners("listeners", "PLAINTEXT://127.0.0.1:9092") == \
+        [Listener("PLAINTEXT", "127.0.0.1", 9092)]
+    assert parse_listeners("listeners", "PLAINTEXT://:0") == [Listener("PLAINTEXT", "", 0)]
+    assert parse_listeners("listeners", "plaintext://[::1]:9093") == [Listener("PLAINTEXT", "::1", 9093)]
+    assert parse_listeners("listeners", "PLAINTEXT://h:1, sasl_ssl://h:2,SSL://:3") == [
+        Listener("PLAINTEXT", "h", 1), Listener("SASL_SSL", "h", 2, "SASL_SSL"),
+        Listener("SSL", "", 3, "SSL")]
+    for bad in ("127.0.0.1:9092", "PLAINTEXT://h:99999", "PLAINTEXT://h:1,PLAINTEXT://h:2",
+                "INTERNAL://h:1", ""):
         with pytest.raises(ConfigError) as info:
-            parse_listener("listeners", bad)
+            parse_listeners("listeners", bad)
         assert info.value.setting == "listeners"
 
 
-def test_advertised_listener() -> None:
+def test_listener_names_map_to_security_protocols() -> None:
+    protocols = parse_protocol_map("INTERNAL:SASL_PLAINTEXT, external:ssl")
+    assert parse_listeners("listeners", "INTERNAL://:1,EXTERNAL://:2", protocols) == [
+        Listener("INTERNAL", "", 1, "SASL_PLAINTEXT"), Listener("EXTERNAL", "", 2, "SSL")]
+    for bad in ("INTERNAL", "INTERNAL:KERBEROS", ":SSL"):
+        with pytest.raises(ConfigError) as info:
+            parse_protocol_map(bad)
+        assert info.value.setting == "listener.security.protocol.map"
+    cfg = BrokerConfig({"listeners": "INTERNAL://127.0.0.1:0",
+                        "listener.security.protocol.map": "INTERNAL:SASL_SSL"})
+    assert served_listeners(cfg)[0].uses_sasl and served_listeners(cfg)[0].uses_tls
+
+
+def test_host_and_port_arguments_replace_the_first_listener_only() -> None:
+    cfg = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093"})
+    assert served_listeners(cfg, "0.0.0.0", 0) == [
+        Listener("PLAINTEXT", "0.0.0.0", 0), Listener("SASL_PLAINTEXT", "127.0.0.1", 9093, "SASL_PLAINTEXT")]
+    assert served_listeners(BrokerConfig(), None, None, "127.0.0.1") == [Listener("PLAINTEXT", "127.0.0.1", 0)]
+    with pytest.raises(ConfigError):
+        served_listeners(cfg, None, 70000)
+
+
+def test_advertised_listeners() -> None:
+    bound = [Listener("PLAINTEXT", "127.0.0.1", 5555), Listener("SSL", "0.0.0.0", 5556, "SSL")]
     cfg = BrokerConfig()
-    assert advertised_listener(cfg, "127.0.0.1", 5555) == Listener("PLAINTEXT", "127.0.0.1", 5555)
-    assert advertised_listener(cfg, "0.0.0.0", 5555).host == socket.gethostname()
-    assert advertised_listener(cfg, "", 5555).host == socket.gethostname()
-    given = BrokerConfig({"advertised.listeners": "PLAINTEXT://broker.example:0"})
-    assert advertised_listener(given, "0.0.0.0", 5555) == Listener("PLAINTEXT", "broker.example", 5555)
+    assert advertised_listeners(cfg, bound) == {
+        "PLAINTEXT": Listener("PLAINTEXT", "127.0.0.1", 5555),
+        "SSL": Listener("SSL", socket.gethostname(), 5556, "SSL")}
+    assert advertised_listeners(cfg, [Listener("PLAINTEXT", "", 1)])["PLAINTEXT"].host == socket.gethostname()
+    given = BrokerConfig({"advertised.listeners": "SSL://broker.example:0"})
+    assert advertised_listeners(given, bound)["SSL"] == Listener("SSL", "broker.example", 5556, "SSL")
+    assert advertised_listeners(given, bound)["PLAINTEXT"].port == 5555
     fixed = BrokerConfig({"advertised.listeners": "PLAINTEXT://broker.example:19092"})
-    assert advertised_listener(fixed, "0.0.0.0", 5555).port == 19092
+    assert advertised_listeners(fixed, bound)["PLAINTEXT"].port == 19092
+
+
+def test_per_listener_settings_use_kafkas_prefix() -> None:
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="pw";'
+    cfg = BrokerConfig({
+        "listeners": "SASL_SSL://:0,SSL://:0",
+        "ssl.keystore.location": "/broker.pem",
+        "listener.name.sasl_ssl.ssl.keystore.location": "/sasl.pem",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+        "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "60000",
+        "listener.name.SSL.ssl.client.auth": "required",
+    })
+    assert cfg.listener_value("SASL_SSL", "ssl.keystore.location") == "/sasl.pem"
+    assert cfg.listener_value("SSL", "ssl.keystore.location") == "/broker.pem"
+    assert cfg.listener_value("SSL", "ssl.client.auth") == "required"
+    assert cfg.jaas_config("SASL_SSL", "PLAIN") == jaas
+    assert cfg.jaas_config("SSL", "PLAIN") is None
+    assert cfg.mechanism_value("SASL_SSL", "SCRAM-SHA-512", "connections.max.reauth.ms") == 60000
+    assert cfg.mechanism_value("SASL_SSL", "PLAIN", "connections.max.reauth.ms") == 0
+    assert "user_a" not in repr(cfg)
+    for key, value in (("listener.name.sasl_ssl.num.io.threads", "3"),
+                       ("listener.name.sasl_ssl.ssl.client.auth", "sometimes"),
+                       ("listener.name.sasl_ssl", "x")):
+        with pytest.raises(ConfigError) as info:
+            BrokerConfig({key: value})
+        assert info.value.setting == key or info.value.setting == "ssl.client.auth"
 
 
 def test_one_data_directory_only() -> None:

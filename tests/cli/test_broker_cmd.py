@@ -111,3 +111,24 @@ def test_data_dir_in_use_is_explained(tmp_path: Path, procs: list[subprocess.Pop
                             check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "in use" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_one_ready_line_per_listener_and_listeners_win_over_port(
+        tmp_path: Path, procs: list[subprocess.Popen[str]]) -> None:
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="a-secret";'
+    props = tmp_path / "server.properties"
+    props.write_text("listeners=SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0\n"
+                     "sasl.enabled.mechanisms=PLAIN\n"
+                     f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}\n")
+    proc = start("--config-file", str(props), "--port", "9", "--data-dir", str(tmp_path / "d"))
+    procs.append(proc)
+    sasl_host, sasl_port = ready_address(proc)
+    plain_host, plain_port = ready_address(proc)
+    assert 9 not in (sasl_port, plain_port) and sasl_port != plain_port
+    # ApiVersions is served on both (on the SASL one, before authentication, as Kafka).
+    assert api_versions_error_code(sasl_host, sasl_port) == 0
+    assert api_versions_error_code(plain_host, plain_port) == 0
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr is not None
+    assert "--host/--port are ignored" in proc.stderr.read()

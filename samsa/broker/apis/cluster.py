@@ -36,11 +36,12 @@ def handle_describe_cluster(services: BrokerServices,
             error_message="this is a broker listener; it has no controller endpoints",
             endpoint_type=req.endpoint_type, cluster_id=services.cluster_id,
             controller_id=-1, brokers=[])
+    host, port = node.address(ctx.listener)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS_ENDPOINT,
         cluster_id=services.cluster_id, controller_id=node.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=node.node_id, host=node.host, port=node.port, rack=node.rack)],
+            broker_id=node.node_id, host=host, port=port, rack=node.rack)],
         cluster_authorized_operations=CLUSTER_OPERATIONS
         if req.include_cluster_authorized_operations else NOT_REQUESTED,
     )
@@ -55,15 +56,16 @@ def handle_find_coordinator(services: BrokerServices,
     supported = key_type in (CoordinatorType.GROUP, CoordinatorType.TRANSACTION)
     error = 0 if supported else InvalidRequestError.code
     message = None if supported else f"coordinator key type {key_type} is not supported"
+    node_host, node_port = node.address(ctx.listener)
+    host = node_host if supported else ""
+    port = node_port if supported else -1
     if version < 4:
         return FindCoordinatorResponse(
             throttle_time_ms=0, error_code=error, error_message=message,
-            node_id=node.node_id if supported else -1, host=node.host if supported else "",
-            port=node.port if supported else -1)
+            node_id=node.node_id if supported else -1, host=host, port=port)
     return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
         FindCoordinatorResponse.Coordinator(
-            key=key, node_id=node.node_id if supported else -1,
-            host=node.host if supported else "", port=node.port if supported else -1,
+            key=key, node_id=node.node_id if supported else -1, host=host, port=port,
             error_code=error, error_message=message)
         for key in req.coordinator_keys
     ])

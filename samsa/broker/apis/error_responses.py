@@ -48,6 +48,8 @@ from samsa.protocol import (
     OffsetFetchResponse,
     OffsetForLeaderEpochResponse,
     ProduceResponse,
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
     SyncGroupResponse,
 )
 from samsa.protocol.schema import ZERO_UUID
@@ -332,4 +334,8 @@ _BUILDERS: dict[int, Builder] = {int(key): build for key, build in {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
+    ApiKey.SASL_HANDSHAKE: lambda req, version, code: SaslHandshakeResponse(
+        error_code=code, mechanisms=[]),
+    ApiKey.SASL_AUTHENTICATE: lambda req, version, code: SaslAuthenticateResponse(
+        error_code=code, error_message=None, auth_bytes=b"", session_lifetime_ms=0),
 }.items()}

@@ -49,6 +49,7 @@ from samsa.broker.apis.offset_fetch import handle_offset_fetch
 from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from samsa.broker.apis.produce import handle_produce, produce_runs_inline
 from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.apis.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.sync_group import handle_sync_group
 from samsa.broker.apis.user_scram_credentials import (
@@ -97,6 +98,8 @@ HANDLERS: Mapping[ApiKey, Handler] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
+    ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
 

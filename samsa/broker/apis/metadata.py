@@ -94,11 +94,12 @@ def handle_metadata(services: BrokerServices, ctx: RequestContext) -> MetadataRe
             else:
                 topics.append(topic_metadata(services, info, with_ops))
     node = services.node
+    host, port = node.address(ctx.listener)
     include_cluster_ops = 8 <= version <= 10 and bool(req.include_cluster_authorized_operations)
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=node.node_id, host=node.host,
-                                                         port=node.port, rack=node.rack)],
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=node.node_id, host=host,
+                                                         port=port, rack=node.rack)],
         cluster_id=services.cluster_id,
         controller_id=node.node_id,
         topics=topics,

@@ -54,6 +54,10 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KIP-966
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # KIP-554
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Served by the network layer on SASL listeners (authenticator.py); v0 handshakes are
+    # followed by raw tokens (pre-KIP-152 clients).
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 })
 
 # Versions a request may actually carry; anything else closes the connection.

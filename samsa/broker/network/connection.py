@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -24,7 +25,7 @@ from typing import Any
 
 from samsa.broker.log.down_conversion import LazyDownConversionRecords
 
-__all__ = ["Connection", "FrameSizeError", "Outgoing"]
+__all__ = ["Connection", "FrameSizeError", "Outgoing", "TlsConnection"]
 
 READ_BUFFER_BYTES = 64 * 1024
 _SIZE = struct.Struct(">i")
@@ -33,6 +34,8 @@ _MAX_IOV = 512  # buffers per sendmsg call (the OS limit, IOV_MAX, is 1024 on Li
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 # sendfile errors that mean "this socket/file pair cannot use sendfile": fall back to read().
 _NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.ESPIPE}
+# A TLS socket that cannot go on without the peer (or the kernel) raises these, not EAGAIN.
+_TLS_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 class FrameSizeError(Exception):
@@ -64,6 +67,31 @@ class Outgoing:
                 elif not self._send_external(sock, chunk):
                     return False
         except BlockingIOError:
+            return False
+        return True
+
+    def write_tls(self, sock: socket.socket) -> bool:
+        """write_to for a TLS socket: no sendmsg, and file slices are read, never sendfile'd
+        (the kernel would send them unencrypted).  An unfinished TLS write is retried with the
+        same bytes, as OpenSSL requires."""
+        chunks = self.chunks
+        try:
+            while self.index < len(chunks):
+                chunk = chunks[self.index]
+                if isinstance(chunk, _BYTES_LIKE):
+                    data = memoryview(chunk)[self.offset:] if self.offset else chunk
+                    sent = sock.send(data)
+                    self._advance(sent)
+                    if sent < len(data):
+                        return False
+                elif type(chunk) is LazyDownConversionRecords:
+                    if not self._send_lazy(sock, chunk):
+                        return False
+                else:
+                    data = chunk.read()  # a file slice, copied through user space
+                    chunks[self.index] = data[self.offset:] if self.offset else data
+                    self.offset = 0
+        except _TLS_WOULD_BLOCK:
             return False
         return True
 
@@ -165,30 +193,42 @@ class Connection:
         "_rend",
         "_rstart",
         "_rview",
+        "authenticator",
         "busy",
         "client_host",
         "close_reason",
         "closed",
         "corked",
         "eof",
+        "handshake_want",
         "id",
         "interest",
         "last_active",
+        "listener",
         "lock",
         "outgoing",
         "pending",
         "pending_bytes",
+        "principal",
         "processor",
         "read_paused",
         "sock",
     )
 
+    tls = False  # TlsConnection: reads and writes go through OpenSSL
+    _WOULD_BLOCK: tuple[type[Exception], ...] = (BlockingIOError,)
+
     def __init__(self, sock: socket.socket, connection_id: str, client_host: str,
-                 processor: Any) -> None:
+                 processor: Any, listener: str = "PLAINTEXT", authenticator: Any = None) -> None:
         self.sock = sock
         self.id = connection_id
         self.client_host = client_host
         self.processor = processor
+        self.listener = listener
+        # The connection's SASL state (authenticator.py), None on PLAINTEXT and SSL listeners.
+        self.authenticator = authenticator
+        self.principal = "User:ANONYMOUS"
+        self.handshake_want = 0  # TLS handshake under way: the selector events it waits for
         self.lock = threading.Lock()
         self._rbuf = bytearray(READ_BUFFER_BYTES)
         self._rview = memoryview(self._rbuf)
@@ -225,7 +265,7 @@ class Connection:
                 want = len(big) - self._big_have
                 try:
                     n = sock.recv_into(big[self._big_have:], want)
-                except BlockingIOError:
+                except self._WOULD_BLOCK:
                     return frames
                 if n == 0:
                     self._peer_closed = True
@@ -247,7 +287,7 @@ class Connection:
             want = len(self._rbuf) - self._rend
             try:
                 n = sock.recv_into(self._rview[self._rend:], want)
-            except BlockingIOError:
+            except self._WOULD_BLOCK:
                 return frames
             if n == 0:
                 self._peer_closed = True
@@ -296,3 +336,25 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"Connection({self.id})"
+
+
+class TlsConnection(Connection):
+    """A connection of an SSL or SASL_SSL listener: ``sock`` is an ``ssl.SSLSocket``.
+
+    OpenSSL's state is not safe to use from two threads at once, and responses may be written by
+    handler threads: reads take ``lock`` too, as writers do.  One recv returns at most one TLS
+    record, and OpenSSL may hold decrypted bytes the selector cannot see: reading goes on while
+    ``sock.pending()`` says so."""
+
+    __slots__ = ()
+    tls = True
+    _WOULD_BLOCK = _TLS_WOULD_BLOCK
+
+    def read_frames(self, max_frame_bytes: int) -> list[Any]:
+        frames: list[Any] = []
+        sock: Any = self.sock
+        with self.lock:
+            while True:
+                frames += Connection.read_frames(self, max_frame_bytes)
+                if self._peer_closed or self.closed or not sock.pending():
+                    return frames

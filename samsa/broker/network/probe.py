@@ -6,6 +6,7 @@ The broker never imports a client (samsa/net), so this speaks the one request it
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 
 from samsa.protocol import APIS, ApiKey, decode_response, encode_request
@@ -15,10 +16,19 @@ __all__ = ["api_versions_probe"]
 _SIZE = struct.Struct(">i")
 
 
-def api_versions_probe(host: str, port: int, timeout: float) -> None:
-    """Send ApiVersions v0 and read its answer; raises OSError if none came within ``timeout``."""
+def api_versions_probe(host: str, port: int, timeout: float, *, tls: bool = False) -> None:
+    """Send ApiVersions v0 and read its answer; raises OSError if none came within ``timeout``.
+
+    ``tls``: the listener speaks TLS; the probe only asks whether the broker answers, so it
+    checks no certificate."""
     request = APIS[ApiKey.API_VERSIONS].request_class()
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        sock = raw
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            sock = context.wrap_socket(raw)
         sock.sendall(encode_request(request, 0, 1, "samsa-ready-check"))
         data = b""
         size = None

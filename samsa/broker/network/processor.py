@@ -29,23 +29,34 @@ wakeup of the client instead of one per response.  Whenever the processor stops 
 connection (it ran out of frames, or a request parked or went to a handler thread), ``_push``
 sends what the kernel holds; a send from any other thread pushes it too.
 
+Security.  Connections of SSL and SASL_SSL listeners are TlsConnections: the processor runs
+their TLS handshake (non-blocking) before reading requests, and their responses never use
+MSG_MORE, sendmsg or sendfile.  Connections of SASL listeners carry an authenticator
+(authenticator.py) that takes every request until the client has authenticated.
+
 Other threads talk to the processor through ``_post`` (a command deque plus a wakeup byte on a
 socketpair); everything that touches the selector runs on the processor thread.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import selectors
 import socket
+import ssl
+import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing
+from samsa.broker.network.authenticator import SaslAuthenticator
+from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing, TlsConnection
+from samsa.broker.network.endpoint import Endpoint, tls_principal
 from samsa.broker.request_channel import (
     Dispatcher,
     RequestChannel,
@@ -61,6 +72,7 @@ from samsa.protocol import (
     ProtocolDecodeError,
     decode_request_body,
     decode_request_header,
+    encode_response,
 )
 
 __all__ = ["Processor"]
@@ -73,12 +85,15 @@ _WRITE = selectors.EVENT_WRITE
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere responses go out one by one
 _NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH, _NEXT = range(6)
 _ApiVersionsRequest: Any = APIS[_API_VERSIONS].request_class
+_SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
+_SIZE = struct.Struct(">i")
+_PLAINTEXT = Endpoint.plaintext()
 
 
 class Processor:
     def __init__(self, index: int, channel: RequestChannel, *, max_request_bytes: int,
                  idle_ms: int, max_pending_frames: int, max_pending_bytes: int,
-                 listener: str = "PLAINTEXT", node_id: int = 0,
+                 node_id: int = 0,
                  dispatcher: Dispatcher | None = None,
                  inline: Callable[[RequestContext], bool] | None = None) -> None:
         self.index = index
@@ -94,13 +109,15 @@ class Processor:
         self._idle_check_s = min(max(self._idle_s / 4, 0.005), 1.0)
         self._max_pending_frames = max_pending_frames
         self._max_pending_bytes = max_pending_bytes
-        self._listener = listener
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, _READ, None)
         self._wake_pending = False
+        # Connections to close at a time (failed authentication): (deadline, n, connection, why).
+        self._timed_closes: list[tuple[float, int, Connection, str]] = []
+        self._close_seq = itertools.count()
         self._commands: deque[tuple[Any, ...]] = deque()
         self._connections: set[Connection] = set()
         self._running = True
@@ -124,9 +141,10 @@ class Processor:
     def connection_count(self) -> int:
         return len(self._connections)
 
-    def accept(self, sock: socket.socket, connection_id: str, client_host: str) -> None:
+    def accept(self, sock: socket.socket, connection_id: str, client_host: str,
+               endpoint: Endpoint = _PLAINTEXT) -> None:
         """Take over a newly accepted socket (called on the Acceptor thread)."""
-        self._post((_NEW, sock, connection_id, client_host))
+        self._post((_NEW, sock, connection_id, client_host, endpoint))
 
     # -- cross-thread plumbing ------------------------------------------------------------------
 
@@ -164,7 +182,10 @@ class Processor:
         next_idle_check = time.monotonic() + self._idle_check_s
         try:
             while self._running:
-                timeout = max(0.0, next_idle_check - time.monotonic())
+                wake_at = next_idle_check
+                if self._timed_closes:
+                    wake_at = min(wake_at, self._timed_closes[0][0])
+                timeout = max(0.0, wake_at - time.monotonic())
                 for key, mask in self._selector.select(timeout):
                     conn = key.data
                     if conn is None:
@@ -173,6 +194,9 @@ class Processor:
                     if conn.closed:
                         self._close_now(conn)
                         continue
+                    if conn.handshake_want:
+                        self._continue_tls_handshake(conn)
+                        continue
                     if mask & _WRITE:
                         self._on_writable(conn)
                     if mask & _READ and not conn.closed:
@@ -180,6 +204,8 @@ class Processor:
                 if self._commands:
                     self._run_commands()
                 now = time.monotonic()
+                if self._timed_closes and self._timed_closes[0][0] <= now:
+                    self._run_timed_closes(now)
                 if now >= next_idle_check:
                     self._close_idle(now)
                     next_idle_check = now + self._idle_check_s
@@ -206,22 +232,67 @@ class Processor:
                 elif kind == _WRITABLE or kind == _RESUME:
                     self._update_interest(conn)
 
-    def _register_new(self, sock: socket.socket, connection_id: str, client_host: str) -> None:
+    def _register_new(self, sock: socket.socket, connection_id: str, client_host: str,
+                      endpoint: Endpoint) -> None:
         if not self._running:
             sock.close()
             return
-        conn = Connection(sock, connection_id, client_host, self)
+        authenticator = (SaslAuthenticator(endpoint.sasl, client_host, connection_id)
+                         if endpoint.sasl is not None else None)
+        listener = endpoint.listener.name
+        if endpoint.ssl_context is None:
+            conn = Connection(sock, connection_id, client_host, self, listener, authenticator)
+        else:
+            try:
+                tls_sock = endpoint.ssl_context.wrap_socket(
+                    sock, server_side=True, do_handshake_on_connect=False)
+            except (OSError, ValueError) as exc:
+                log.info("TLS setup of %s failed: %s", connection_id, exc)
+                sock.close()
+                return
+            conn = TlsConnection(tls_sock, connection_id, client_host, self, listener,
+                                 authenticator)
+            conn.handshake_want = _READ
         self._connections.add(conn)
         self._update_interest(conn)
         log.debug("new connection %s on network thread %d", connection_id, self.index)
+
+    def _continue_tls_handshake(self, conn: Connection) -> None:
+        sock: Any = conn.sock
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            want = _READ
+        except ssl.SSLWantWriteError:
+            want = _READ | _WRITE
+        except (OSError, ValueError) as exc:
+            # A client that does not trust our certificate, speaks plaintext, or sent no
+            # certificate where one is required: its problem, logged for the operator.
+            log.info("TLS handshake with %s (%s) failed: %s", conn.client_host, conn.id,
+                     getattr(exc, "reason", None) or exc)
+            self.close_connection(conn, f"TLS handshake failed: {exc}")
+            return
+        else:
+            conn.handshake_want = 0
+            conn.principal = tls_principal(sock.getpeercert())
+            conn.last_active = time.monotonic()
+            self._update_interest(conn)
+            if sock.pending():
+                self._on_readable(conn)  # the client's first request came with the handshake
+            return
+        if want != conn.handshake_want:
+            conn.handshake_want = want
+            self._update_interest(conn)
 
     def _update_interest(self, conn: Connection) -> None:
         """Register the events this connection needs now (processor thread only)."""
         if conn.closed or conn not in self._connections:
             return
-        want = 0
-        if not conn.read_paused and not conn.eof:
-            want |= _READ
+        want = conn.handshake_want
+        if want:
+            pass  # the TLS handshake decides
+        elif not conn.read_paused and not conn.eof:
+            want = _READ
         if conn.outgoing is not None:
             want |= _WRITE
         if want == conn.interest:
@@ -252,8 +323,12 @@ class Processor:
     # -- reading ----------------------------------------------------------------------------------
 
     def _on_readable(self, conn: Connection) -> None:
+        limit = self._max_request_bytes
+        auth = conn.authenticator
+        if auth is not None and auth.max_frame_bytes is not None:
+            limit = min(limit, auth.max_frame_bytes)  # before authentication: sasl.server.max.receive.size
         try:
-            frames = conn.read_frames(self._max_request_bytes)
+            frames = conn.read_frames(limit)
         except FrameSizeError as exc:
             log.warning("closing %s: %s", conn.id, exc)
             self.close_connection(conn, str(exc))
@@ -324,19 +399,32 @@ class Processor:
     def _start(self, conn: Connection, frame: Any, received: float) -> bool:
         """Decode one request and queue it; True if it was answered here and is done."""
         payload = memoryview(frame) if type(frame) is bytearray else frame
+        auth = conn.authenticator
+        if auth is not None and auth.raw_tokens:
+            return self._answer_auth(conn, auth.on_raw_token(bytes(payload)), None)
         try:
             header, pos = decode_request_header(payload)
         except ProtocolDecodeError as exc:
             self._protocol_error(conn, f"malformed request header: {exc}")
             return False
         key, version = header.request_api_key, header.request_api_version
+        if auth is not None and (not auth.authenticated or key == _SASL_HANDSHAKE
+                                 or auth.session_expires_at is not None):
+            if auth.authenticated and key != _SASL_HANDSHAKE:
+                if auth.session_expired(time.monotonic()):
+                    self.close_connection(conn, "SASL session expired "
+                                          "(connections.max.reauth.ms): the client did not "
+                                          "re-authenticate in time")
+                    return False
+            elif not auth.allows_before_auth(key):
+                return self._authenticate(conn, auth, header, payload, pos)
         if key == _API_VERSIONS and not APIS[_API_VERSIONS].supports(version):
             # KIP-511: not decoded, handled as Kafka's RequestContext.parseRequest does: the
             # handler answers UNSUPPORTED_VERSION with its range, in the v0 layout, so the
             # client can retry with a version we know.
             ctx: RequestContext = UnknownApiVersionsContext(
-                header, _ApiVersionsRequest(), conn.id, conn.client_host, self._listener,
-                received * 1000.0, len(frame), self, conn)
+                header, _ApiVersionsRequest(), conn.id, conn.client_host, conn.listener,
+                received * 1000.0, len(frame), self, conn, conn.principal)
         else:
             try:
                 body = decode_request_body(header, payload, pos)
@@ -353,13 +441,59 @@ class Processor:
             except Exception as exc:  # noqa: BLE001 - any decode failure is the client's garbage
                 self._protocol_error(conn, f"cannot decode API key {key} v{version}: {exc!r}")
                 return False
-            ctx = RequestContext(header, body, conn.id, conn.client_host, self._listener,
-                                 received * 1000.0, len(frame), self, conn)
+            ctx = RequestContext(header, body, conn.id, conn.client_host, conn.listener,
+                                 received * 1000.0, len(frame), self, conn, conn.principal)
         inline = self._inline
         if inline is not None and self._channel.empty() and self._on_thread() and inline(ctx):
             return self._run_inline(conn, ctx)
         self._enqueue(ctx)
         return False
+
+    def _authenticate(self, conn: Connection, auth: SaslAuthenticator, header: Any,
+                      payload: Any, pos: int) -> bool:
+        """A request the authenticator takes (SaslHandshake, SaslAuthenticate, or one that is
+        not allowed yet); True if it was answered and the next frame may go on."""
+        key, version = header.request_api_key, header.request_api_version
+        body = None
+        if key in (_SASL_HANDSHAKE, int(ApiKey.SASL_AUTHENTICATE)):
+            try:
+                body = decode_request_body(header, payload, pos)
+            except (ProtocolDecodeError, UnsupportedVersionError) as exc:
+                self._protocol_error(conn, f"bad {APIS[key].name} v{version} request: {exc}")
+                return False
+        return self._answer_auth(conn, auth.on_request(key, version, body), header)
+
+    def _answer_auth(self, conn: Connection, outcome: Any, header: Any) -> bool:
+        if outcome.close is not None and outcome.response is None and outcome.raw is None:
+            self._protocol_error(conn, outcome.close)
+            return False
+        if outcome.raw is not None:
+            chunks: list[Any] = [_SIZE.pack(len(outcome.raw)) + outcome.raw]
+        elif outcome.response is not None:
+            chunks = encode_response(outcome.response, header.request_api_version,
+                                     header.correlation_id)
+        else:
+            chunks = []
+        auth = conn.authenticator
+        if auth is not None:
+            conn.principal = auth.principal
+        if outcome.close is not None:
+            # Kafka answers, then closes after connection.failed.authentication.delay.ms so
+            # that a client retrying in a loop is slowed down; until then, nothing else is read.
+            self._send(conn, chunks)
+            with conn.lock:
+                conn.read_paused = True
+            self._update_interest(conn)
+            delay = auth._settings.failed_delay_ms if auth is not None else 0
+            heapq.heappush(self._timed_closes, (time.monotonic() + delay / 1000.0,
+                                                next(self._close_seq), conn, outcome.close))
+            return False
+        return self._send(conn, chunks)
+
+    def _run_timed_closes(self, now: float) -> None:
+        while self._timed_closes and self._timed_closes[0][0] <= now:
+            _, _, conn, reason = heapq.heappop(self._timed_closes)
+            self.close_connection(conn, f"authentication failed: {reason}")
 
     def _run_inline(self, conn: Connection, ctx: RequestContext) -> bool:
         """Handle ``ctx`` on this thread; True if its response is fully written (or it needed
@@ -441,7 +575,10 @@ class Processor:
             if conn.closed:
                 return False
             try:
-                if len(chunks) == 1 and type(chunks[0]) is bytes:
+                if conn.tls:
+                    out = Outgoing(chunks)
+                    done = out.write_tls(conn.sock)
+                elif len(chunks) == 1 and type(chunks[0]) is bytes:
                     # The usual response: one bytes chunk, sent with one call.  If this thread
                     # is about to answer the connection's next request too (pipelined frames
                     # already read), MSG_MORE lets the kernel hold it so that the burst leaves
@@ -504,7 +641,7 @@ class Processor:
                 done = False
             else:
                 try:
-                    done = out.write_to(conn.sock)
+                    done = out.write_tls(conn.sock) if conn.tls else out.write_to(conn.sock)
                 except OSError as exc:
                     done = False
                     failed = f"write failed: {exc}"

@@ -1,5 +1,5 @@
-"""SocketServer: the listening socket, the Acceptor thread, the Processors and the
-RequestChannel they feed, started and stopped together (Kafka's SocketServer).  The threads
+"""SocketServer: the listening sockets (one per listener), the Acceptor thread, the Processors and
+the RequestChannel they feed, started and stopped together (Kafka's SocketServer).  The threads
 that serve the channel (KafkaRequestHandlerPool, samsa/broker/handler_pool.py) are built and
 started by server.py: dependencies point down, the network layer never imports the handlers."""
 
@@ -11,8 +11,11 @@ import selectors
 import socket
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from samsa.broker.listeners import Listener
+from samsa.broker.network.endpoint import Endpoint
 from samsa.broker.network.processor import Processor
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
 
@@ -28,11 +31,13 @@ DEFAULT_MAX_PENDING_BYTES = 4 * 1024 * 1024
 
 
 class Acceptor:
-    """Accepts connections and deals them out to the processors round-robin."""
+    """Accepts connections on every listener and deals them out to the processors round-robin
+    (the processors serve every listener: each connection carries its listener's endpoint)."""
 
-    def __init__(self, server_socket: socket.socket, processors: list[Processor], *,
+    def __init__(self, server_sockets: list[tuple[socket.socket, Endpoint]],
+                 processors: list[Processor], *,
                  send_buffer: int, receive_buffer: int, node_id: int = 0) -> None:
-        self._sock = server_socket
+        self._socks = server_sockets
         self._processors = processors
         self._send_buffer = send_buffer
         self._receive_buffer = receive_buffer
@@ -40,8 +45,9 @@ class Acceptor:
         self._ids = itertools.count()
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
-        self._selector.register(self._sock, selectors.EVENT_READ, "accept")
-        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        for sock, endpoint in server_sockets:
+            self._selector.register(sock, selectors.EVENT_READ, (sock, endpoint))
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"samsa-acceptor-{node_id}",
                                         daemon=True)
@@ -61,20 +67,21 @@ class Acceptor:
         try:
             while self._running:
                 for key, _ in self._selector.select():
-                    if key.data == "accept" and self._running:
-                        self._accept_all()
+                    if key.data is not None and self._running:
+                        self._accept_all(*key.data)
         except Exception:
             log.exception("acceptor failed; no new connections will be accepted")
         finally:
             self._selector.close()
-            self._sock.close()
+            for sock, _ in self._socks:
+                sock.close()
             self._wake_r.close()
             self._wake_w.close()
 
-    def _accept_all(self) -> None:
+    def _accept_all(self, server_socket: socket.socket, endpoint: Endpoint) -> None:
         while True:
             try:
-                sock, peer = self._sock.accept()
+                sock, peer = server_socket.accept()
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -89,7 +96,7 @@ class Acceptor:
                 sock.close()
                 continue
             connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._ids)}"
-            next(self._next).accept(sock, connection_id, peer[0])
+            next(self._next).accept(sock, connection_id, peer[0], endpoint)
 
     def _configure(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -101,9 +108,11 @@ class Acceptor:
 
 
 class SocketServer:
-    """Listen on ``host:port`` and put decoded requests on ``request_channel``.
+    """Listen on ``host:port`` (or on each of ``endpoints``) and put decoded requests on
+    ``request_channel``.
 
-    ``bind()`` opens the listening socket (``port`` is then the bound port, so port 0 works);
+    ``bind()`` opens the listening sockets (``port`` is then the first one's bound port, so port 0
+    works; ``bound_listeners`` has them all);
     ``start()`` binds if needed and starts the acceptor and processors; ``stop()`` closes the
     listener and all connections, drops queued requests and joins the threads.  Whoever serves
     ``request_channel`` (a RequestHandlerPool) is started before and stopped after.
@@ -120,10 +129,11 @@ class SocketServer:
                  max_pending_frames: int = DEFAULT_MAX_PENDING_FRAMES,
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
                  node_id: int = 0,
-                 inline: Callable[[RequestContext], bool] | None = None) -> None:
-        self.host = host
-        self._requested_port = port
-        self._port: int | None = None
+                 inline: Callable[[RequestContext], bool] | None = None,
+                 endpoints: list[Endpoint] | None = None) -> None:
+        self.endpoints = endpoints or [Endpoint.plaintext(host, port)]
+        self.host = self.endpoints[0].listener.host
+        self._bound: list[tuple[socket.socket, Endpoint]] = []
         self._listen_backlog = listen_backlog
         self._send_buffer = send_buffer_bytes
         self._receive_buffer = receive_buffer_bytes
@@ -136,18 +146,17 @@ class SocketServer:
                       dispatcher=dispatcher, inline=inline)
             for i in range(num_network_threads)
         ]
-        self._server_socket: socket.socket | None = None
         self._acceptor: Acceptor | None = None
         self._state_lock = threading.Lock()
         self._started = False
         self._stopped = False
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], dispatcher: Dispatcher, host: str,
-                    port: int, **extra: Any) -> SocketServer:
+    def from_config(cls, config: Mapping[str, Any], dispatcher: Dispatcher,
+                    endpoints: list[Endpoint], **extra: Any) -> SocketServer:
         """Build from broker settings (Kafka's names, as BrokerConfig holds them)."""
         return cls(
-            dispatcher, host, port,
+            dispatcher, endpoints=endpoints,
             num_network_threads=int(config["num.network.threads"]),
             max_request_bytes=int(config["socket.request.max.bytes"]),
             queued_max_requests=int(config["queued.max.requests"]),
@@ -161,34 +170,51 @@ class SocketServer:
 
     @property
     def port(self) -> int:
-        """The bound port (after bind/start)."""
-        if self._port is None:
+        """The first listener's bound port (after bind/start)."""
+        return self.bound_listeners[0].port
+
+    @property
+    def bound_listeners(self) -> list[Listener]:
+        """Every listener with its bound port (after bind/start), in the order given."""
+        if not self._bound:
             raise RuntimeError("the socket server is not bound yet: call bind() or start()")
-        return self._port
+        return [endpoint.listener for _, endpoint in self._bound]
 
     @property
     def connection_count(self) -> int:
         return sum(p.connection_count for p in self.processors)
 
     def bind(self) -> int:
-        """Open the listening socket; returns the bound port."""
-        if self._server_socket is not None:
+        """Open the listening sockets; returns the first one's bound port."""
+        if self._bound:
             return self.port
-        host = self.host
+        bound: list[tuple[socket.socket, Endpoint]] = []
+        try:
+            for endpoint in self.endpoints:
+                sock = self._listen(endpoint.listener)
+                listener = replace(endpoint.listener, port=sock.getsockname()[1])
+                bound.append((sock, replace(endpoint, listener=listener)))
+        except OSError:
+            for sock, _ in bound:
+                sock.close()
+            raise
+        self._bound = bound
+        return self.port
+
+    def _listen(self, listener: Listener) -> socket.socket:
+        host = listener.host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, self._requested_port))
+            sock.bind((host, listener.port))
             sock.listen(self._listen_backlog)
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
-            raise OSError(exc.errno, f"cannot listen on {host}:{self._requested_port}: "
-                                     f"{exc.strerror}") from None
-        self._server_socket = sock
-        self._port = sock.getsockname()[1]
-        return self._port
+            raise OSError(exc.errno, f"cannot listen on {host}:{listener.port} "
+                                     f"({listener.name}): {exc.strerror}") from None
+        return sock
 
     def start(self) -> None:
         with self._state_lock:
@@ -197,15 +223,16 @@ class SocketServer:
             if self._stopped:
                 raise RuntimeError("a stopped socket server cannot be restarted")
             self.bind()
-            assert self._server_socket is not None
             for processor in self.processors:
                 processor.start()
-            self._acceptor = Acceptor(self._server_socket, self.processors,
+            self._acceptor = Acceptor(self._bound, self.processors,
                                       send_buffer=self._send_buffer,
                                       receive_buffer=self._receive_buffer, node_id=self._node_id)
             self._acceptor.start()
             self._started = True
-        log.info("listening on %s:%d", self.host, self.port)
+        for listener in self.bound_listeners:
+            log.info("listening on %s (%s, %s)", listener.address, listener.name,
+                     listener.security_protocol)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, close every connection, drop the requests still queued."""
@@ -215,8 +242,8 @@ class SocketServer:
             self._stopped = True
             started = self._started
         if not started:
-            if self._server_socket is not None:
-                self._server_socket.close()
+            for sock, _ in self._bound:
+                sock.close()
             return
         if self._acceptor is not None:
             self._acceptor.stop(timeout)

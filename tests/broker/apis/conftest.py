@@ -35,6 +35,8 @@ class FakeContext(RequestFromHeader):
     body: Any
     connection_id: str = "127.0.0.1:1-127.0.0.1:2-0"
     client_host: str = "127.0.0.1"
+    listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
     outcome: str | None = None  # "respond" | "no_response" | "close"
     response: Any = None
     done: threading.Event = field(default_factory=threading.Event)

@@ -45,6 +45,8 @@ class Ctx(RequestFromHeader):
     body: Any
     connection_id: str = "c"
     client_host: str = "127.0.0.1"
+    listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
     response: Any = None
     done: threading.Event = field(default_factory=threading.Event)
 
