@@ -129,6 +129,32 @@ class SerializationError(ClientError):
     message = "Could not serialize or deserialize a record's key, value or headers."
 
 
+class AuthenticationError(ClientError):
+    """A connection could not authenticate (Java's AuthenticationException): fatal for the
+    calls waiting on it, not retried on their behalf; the detail names the broker and why."""
+
+    name = "AUTHENTICATION"  # librdkafka's local _AUTHENTICATION; not a wire error name
+    message = "Authentication with the broker failed."
+    retriable = False
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL authentication failed (Java's SaslAuthenticationException): the broker refused
+    the mechanism (UNSUPPORTED_SASL_MECHANISM) or the credentials (SASL_AUTHENTICATION_FAILED),
+    or the exchange broke. The detail names the mechanism and the user, never a password."""
+
+    name = "SASL_AUTHENTICATION"
+    message = "SASL authentication with the broker failed."
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed (Java's SslAuthenticationException): the broker's certificate
+    is not trusted or not for its host name, or the broker refused ours."""
+
+    name = "SSL_AUTHENTICATION"
+    message = "The TLS handshake with the broker failed."
+
+
 # --- Errors returned by brokers, in code order (facts from Kafka's Errors enum) -------
 
 

@@ -269,3 +269,13 @@ def test_retriable_agrees_with_kafka_python_except_known_cases() -> None:
     }
     # kafka-python treats CORRUPT_MESSAGE as fatal; Java's CorruptRecordException is retriable.
     assert differing == {2}
+
+
+def test_authentication_errors_are_client_errors_not_retried() -> None:
+    for cls in (errors.AuthenticationError, errors.SaslAuthenticationError, errors.SslAuthenticationError):
+        assert issubclass(cls, errors.AuthenticationError) and issubclass(cls, ClientError)
+        assert not cls.retriable
+        assert cls.name not in errors.ERRORS_BY_NAME
+        err = cls("node 1 (b:9093): why")
+        assert str(err) == "node 1 (b:9093): why"
+        assert str(pickle.loads(pickle.dumps(err))) == str(err)

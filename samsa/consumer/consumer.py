@@ -151,7 +151,11 @@ class KafkaConsumer:
             deadline = start + timeout_ms
             if self._coordinator is not None:
                 self._coordinator.on_poll(start)
+            metadata = self._metadata
             while True:
+                # Java's ConsumerNetworkClient.poll: a connection that failed to authenticate
+                # (or a fatal metadata error) fails poll() instead of waiting on reconnects.
+                metadata.maybe_throw_any_exception()
                 now = self._clock()
                 if self._coordinator is not None:
                     self._coordinator.poll(now, deadline)

@@ -10,6 +10,14 @@ Writes: Kafka's Java KafkaChannel holds one in-progress Send per channel; here t
 FIFO of sends with the partial-write offset of the head, and writes as many of them as the socket
 accepts with one gather ``sendmsg`` call.  A send is ``completed`` once its last byte has been
 handed to the kernel, which is what ``InFlightRequests.can_send_more`` asks about.
+
+TLS (security.protocol SSL, SASL_SSL): an :class:`SslKafkaChannel` wraps its socket once the TCP
+connect is done and runs the handshake without blocking (state HANDSHAKING, the Selector
+following what OpenSSL wants next); its own ``read``/``write`` replace the plaintext ones, so the
+plaintext path carries no TLS test.  An SSL socket has no ``sendmsg`` (and ``os.sendfile`` must
+never see one), and OpenSSL wants a write it refused retried with the same bytes, so sends go
+one at a time; ``recv`` returns at most one TLS record, so a read goes on until OpenSSL wants
+more from the socket, which leaves nothing decrypted behind that ``select`` could not see.
 """
 
 from __future__ import annotations
@@ -17,12 +25,14 @@ from __future__ import annotations
 import enum
 import errno
 import os
+import selectors
 import socket
+import ssl
 import struct
 from collections import deque
 from typing import Any
 
-from samsa.errors import KafkaConnectionError
+from samsa.errors import KafkaConnectionError, SslAuthenticationError
 
 READ_CHUNK = 65536
 # Linux IOV_MAX is 1024; a smaller batch keeps each sendmsg call cheap to build.
@@ -39,6 +49,7 @@ class InvalidReceiveError(KafkaConnectionError):
 
 class ChannelState(enum.Enum):
     CONNECTING = "connecting"
+    HANDSHAKING = "handshaking"  # TLS only: TCP is up, the TLS handshake is not done
     CONNECTED = "connected"
     CLOSED = "closed"
 
@@ -282,3 +293,142 @@ class KafkaChannel:
     def __repr__(self) -> str:
         return (f"KafkaChannel(node={self.id}, {self.address}, {self.state.value}, "
                 f"queued_sends={len(self.sends)}, muted={self.muted})")
+
+
+class SslKafkaChannel(KafkaChannel):
+    """A KafkaChannel over TLS (Java's SslTransportLayer): ``finish_connect`` leaves it
+    HANDSHAKING, the Selector calls ``start_tls`` then ``handshake`` until it returns 0.
+
+    TLS failures while handshaking, and a TLS alert before the broker sent anything (TLS 1.3
+    servers check our certificate after our side of the handshake is done), raise
+    SslAuthenticationError naming ``peer`` and the check that failed."""
+
+    __slots__ = ("_context", "_server_hostname", "peer")
+
+    def __init__(self, node_id: int, sock: socket.socket, address: Any, max_receive_size: int,
+                 context: ssl.SSLContext, server_hostname: str | None, peer: str) -> None:
+        super().__init__(node_id, sock, address, max_receive_size)
+        self._context = context
+        self._server_hostname = server_hostname
+        self.peer = peer
+
+    def finish_connect(self) -> None:
+        super().finish_connect()
+        self.state = ChannelState.HANDSHAKING
+
+    def start_tls(self) -> None:
+        """Wrap the connected socket (the Selector has unregistered it: the wrap detaches the
+        plain socket object, whose descriptor the SSL socket takes over)."""
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_hostname,
+                                              do_handshake_on_connect=False)
+
+    def handshake(self) -> int:
+        """One step of the handshake: the selector events it waits for, 0 once done."""
+        sock: Any = self.sock
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            return selectors.EVENT_READ
+        except ssl.SSLWantWriteError:
+            return selectors.EVENT_WRITE
+        except ssl.SSLCertVerificationError as e:
+            raise SslAuthenticationError(
+                f"TLS handshake with {self.peer} failed: certificate verify failed: "
+                f"{e.verify_message or e.reason}") from None
+        except (ssl.SSLEOFError, ConnectionError) as e:
+            # The broker hung up mid-handshake: a plaintext listener does that, so may a
+            # restarting broker; a connection error, retried.
+            raise KafkaConnectionError(
+                f"TLS handshake with {self.peer} failed: the broker closed the connection ({e}); "
+                "is it a TLS (SSL or SASL_SSL) listener?") from None
+        except ssl.SSLError as e:
+            raise SslAuthenticationError(f"TLS handshake with {self.peer} failed: {_ssl_reason(e)}") from None
+        self.state = ChannelState.CONNECTED
+        return 0
+
+    def write_now(self, send: NetworkSend) -> bool:
+        try:
+            n = self.sock.send(send.data)
+        except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            n = 0
+        self.bytes_sent += n
+        if n == send.size:
+            send.completed = True
+            return True
+        self.sends.append(send)
+        self.send_offset = n
+        return False
+
+    def write(self, completed: list[NetworkSend]) -> None:
+        sends = self.sends
+        sock = self.sock
+        while sends:
+            head = sends[0]
+            offset = self.send_offset
+            data = head.data if offset == 0 else memoryview(head.data)[offset:]
+            try:
+                # OpenSSL takes all of it or raises (no partial writes); a refused write is
+                # retried with the same bytes next time the socket is writable.
+                n = sock.send(data)
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                return
+            self.bytes_sent += n
+            if offset + n < head.size:
+                self.send_offset = offset + n
+                continue
+            sends.popleft()
+            self.send_offset = 0
+            head.completed = True
+            completed.append(head)
+
+    def read(self, out: list[NetworkReceive]) -> None:
+        try:
+            self._read_records(out)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return
+        except ssl.SSLError as e:
+            if isinstance(e, ssl.SSLEOFError) or self.bytes_received:
+                raise
+            # An alert before any answer: the broker refused us after our side of the
+            # handshake (TLS 1.3 servers check client certificates then).
+            raise SslAuthenticationError(
+                f"TLS connection to {self.peer} failed: {_ssl_reason(e)}; the broker refused the "
+                "connection (a client certificate it does not trust, or none where it requires one?)"
+            ) from None
+
+    def _read_records(self, out: list[NetworkReceive]) -> None:
+        # Until OpenSSL wants more bytes (SSLWantReadError ends the loop): a short read only
+        # means one TLS record was returned, not that the socket is drained.
+        sock = self.sock
+        while True:
+            body = self._body
+            if body is not None:
+                view = self._body_view
+                assert view is not None
+                n = sock.recv_into(view[self._body_pos:])
+                if n == 0:
+                    raise ConnectionResetError(f"node {self.id} closed the connection")
+                self.bytes_received += n
+                self._body_pos += n
+                if self._body_pos == len(body):
+                    out.append(NetworkReceive(self.id, body))
+                    self._body = self._body_view = None
+                continue
+            chunk = sock.recv(READ_CHUNK)
+            if not chunk:
+                raise ConnectionResetError(f"node {self.id} closed the connection")
+            self.bytes_received += len(chunk)
+            tail = self._tail
+            if tail:
+                data: Any = tail + chunk
+                self._tail = b""
+            else:
+                data = chunk
+            self._cut_frames(data, out)
+
+
+def _ssl_reason(error: ssl.SSLError) -> str:
+    """OpenSSL's reason in words: TLSV13_ALERT_CERTIFICATE_REQUIRED -> tlsv13 alert
+    certificate required."""
+    reason = error.reason
+    return reason.lower().replace("_", " ") if reason else str(error)

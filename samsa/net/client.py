@@ -22,6 +22,17 @@ Kafka's Java ``NetworkClient``, Kafka 4.x behaviour:
   their callbacks, and returns them.  Requests older than request.timeout.ms close their
   connection and fail every request on it with ``timed_out``; connects that take longer than
   the connection setup timeout are abandoned.
+* Security (security.protocol): over SSL/SASL_SSL the Selector runs the TLS handshake before
+  a connection counts as connected; its failures (untrusted certificate, host name mismatch,
+  refused client certificate) are SslAuthenticationError.  Over SASL_PLAINTEXT/SASL_SSL the
+  ApiVersions answer is followed by SaslHandshake + SaslAuthenticate (state AUTHENTICATING,
+  ``samsa.net.sasl``) and only then is the node READY; a refusal is SaslAuthenticationError.
+  An authentication failure closes the connection, fails its requests with the error, and is
+  recorded in the Metadata (``authentication_failed``), so that calls waiting on the cluster
+  fail with it instead of waiting on reconnects (Java: AuthenticationException is fatal for
+  the pending calls; NetworkClient keeps reconnecting with backoff).  When the broker gives the
+  session a lifetime (KIP-368), the connection re-authenticates at a random point between 85%
+  and 95% of it, once no request is in flight on it.
 * The metadata updater sends a MetadataRequest (up to v12) to the least loaded node whenever
   ``Metadata.time_to_next_update`` says so, starting from the bootstrap servers (nodes -1,
   -2, ...), and asks for an update after every unexpected disconnect.
@@ -36,6 +47,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import ssl
 import struct
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -43,27 +55,32 @@ from typing import Any, Self
 
 from samsa._version import __version__
 from samsa.errors import (
+    AuthenticationError,
     ConfigError,
     ForkedClientError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    SaslAuthenticationError,
     UnsupportedVersionError,
     for_code,
 )
 from samsa.net.api_versions import NodeApiVersions, pick_version
 from samsa.net.bootstrap import parse_bootstrap_servers
 from samsa.net.channel import NetworkSend
+from samsa.net.client_config import SECURITY_PROTOCOLS, sasl_credentials
 from samsa.net.clock import Clock, monotonic_ms
 from samsa.net.cluster import Node
 from samsa.net.connection_states import ClusterConnectionStates
 from samsa.net.in_flight import InFlightRequests
 from samsa.net.metadata import Metadata, MetadataRequestPlan
 from samsa.net.request import ClientRequest, ClientResponse
+from samsa.net.sasl import SASL_HANDSHAKE_VERSION, SaslClientAuthenticator
 from samsa.net.selector import DEFAULT_MAX_RECEIVE_SIZE, IdleConnectionClosed, Selector
 from samsa.protocol import APIS, ApiKey, Message, decode_response, encode_request
 from samsa.protocol.messages.api_versions import API as _API_VERSIONS_API
+from samsa.security.tls import client_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +93,10 @@ _MAX_CORRELATION_ID = 2**31 - 1
 # brokers that answer anyway); real brokers never answer, so the memory must stay bounded.
 _NO_RESPONSE_MEMORY = 4096
 _SOFTWARE_NAME = "samsa"
+_SASL_KEYS = frozenset((ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE))
+# SaslClientAuthenticator.ReauthInfo: re-authenticate at a random point in this share of the
+# session lifetime the broker gave.
+_REAUTH_WINDOW = (0.85, 0.95)
 
 class CorrelationIdMismatchError(KafkaConnectionError):
     """A response's correlation id was not the oldest in-flight request's: the connection's
@@ -119,6 +140,8 @@ _CONFIG_KEYS: dict[str, str] = {
     "metadata.max.age.ms": "metadata_max_age_ms",
     "metadata.max.idle.ms": "metadata_max_idle_ms",
     "allow.auto.create.topics": "allow_auto_topic_creation",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
 }
 
 
@@ -149,11 +172,30 @@ class NetworkClient:
         metadata_max_version: int = 12,
         discover_broker_versions: bool = True,
         max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_mechanism: str | None = None,
+        sasl_username: str | None = None,
+        sasl_password: str | None = None,
         clock: Clock = monotonic_ms,
     ) -> None:
         if client_dns_lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
             raise ConfigError("client.dns.lookup", f"{client_dns_lookup!r} is not one of "
                               "'use_all_dns_ips', 'resolve_canonical_bootstrap_servers_only'")
+        protocol = security_protocol.strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError("security.protocol", f"value {security_protocol!r} is not one of: "
+                                                   f"{', '.join(SECURITY_PROTOCOLS)}")
+        self.security_protocol = protocol
+        self._ssl_context: ssl.SSLContext | None = None
+        if protocol in ("SSL", "SASL_SSL"):
+            self._ssl_context = ssl_context if ssl_context is not None else client_ssl_context({})
+        self._sasl: tuple[str, str, str] | None = None  # mechanism, user, password
+        if protocol.startswith("SASL_"):
+            mechanism = sasl_mechanism or "GSSAPI"
+            user, password = sasl_credentials(mechanism, jaas_config=None, username=sasl_username,
+                                              password=sasl_password, protocol=protocol)
+            self._sasl = (mechanism, user, password)
         self._pid = os.getpid()
         self._fork_generation = _fork_generation
         self._clock = clock
@@ -191,6 +233,13 @@ class NetworkClient:
         self._metadata_in_progress: ClientRequest | None = None
         self._metadata_plan: MetadataRequestPlan | None = None
         self._last_no_node_ms = -_INF
+        self._authenticators: dict[int, SaslClientAuthenticator] = {}
+        self._reauth_at: dict[int, float] = {}  # node -> when to re-authenticate (KIP-368)
+        self._next_reauth_ms = _INF
+        # Authentication failures so far and the latest (the producer's Sender fails its
+        # queued batches on a new one).
+        self.authentication_failures = 0
+        self.last_authentication_error: AuthenticationError | None = None
         self._closed = False
 
     @classmethod
@@ -202,6 +251,20 @@ class NetworkClient:
         for dotted, kw in _CONFIG_KEYS.items():
             if dotted in config:
                 kwargs[kw] = config[dotted]
+        protocol = str(config.get("security.protocol") or "PLAINTEXT").strip().upper()
+        if protocol in ("SSL", "SASL_SSL"):
+            kwargs["ssl_context"] = client_ssl_context(config)
+        if protocol.startswith("SASL_"):
+            # A parsed client config holds the credentials in sasl.username/sasl.password
+            # (ClientConfig resolves sasl.jaas.config); a plain mapping may hold either.
+            user, password = config.get("sasl.username"), config.get("sasl.password")
+            if config.get("sasl.jaas.config") is not None and not (user and password):
+                user, password = sasl_credentials(
+                    config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "GSSAPI",
+                    jaas_config=config["sasl.jaas.config"], username=None, password=None,
+                    protocol=protocol)
+            kwargs["sasl_mechanism"] = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
+            kwargs["sasl_username"], kwargs["sasl_password"] = user, password
         kwargs.update(overrides)
         return cls(metadata, **kwargs)
 
@@ -252,6 +315,14 @@ class NetworkClient:
 
     def last_connection_error(self, node: Node) -> BaseException | None:
         return self.connection_states.last_error(node.id)
+
+    def authentication_error(self, node: Node) -> AuthenticationError | None:
+        """The error of the node's last connection if it failed to authenticate (TLS or SASL)
+        and has not connected since (Java's NetworkClient.authenticationException)."""
+        if not self.connection_states.is_disconnected(node.id):
+            return None
+        error = self.connection_states.last_error(node.id)
+        return error if isinstance(error, AuthenticationError) else None
 
     def is_connected(self, node_id: int) -> bool:
         return self.connection_states.is_connected(node_id)
@@ -358,7 +429,8 @@ class NetworkClient:
             return self._complete(aborted)
 
         metadata_timeout = self._maybe_update_metadata(now)
-        timeout = min(timeout_ms, metadata_timeout, self._next_request_deadline - now)
+        timeout = min(timeout_ms, metadata_timeout, self._next_request_deadline - now,
+                      self._next_reauth_ms - now)
         if self.connection_states.connecting_nodes:
             timeout = min(timeout, self.connection_states.next_setup_deadline() - now)
         selector = self.selector
@@ -376,6 +448,8 @@ class NetworkClient:
             self._handle_connections()
         if self._nodes_needing_api_versions:
             self._handle_initiate_api_version_requests(now)
+        if now >= self._next_reauth_ms:
+            self._maybe_reauthenticate(now)
         if self.connection_states.connecting_nodes:
             self._handle_timed_out_connections(responses, now)
         if now >= self._next_request_deadline:
@@ -455,6 +529,10 @@ class NetworkClient:
                 self._fail_connection(node_id, decode_error, responses, now)
                 broken.add(node_id)
                 continue
+            if request.api_key in _SASL_KEYS and request.internal:
+                if not self._handle_sasl_response(request, body, responses, now):
+                    broken.add(node_id)
+                continue
             responses.append(ClientResponse(request, body, received_ms=now))
 
     def _is_unwanted_response(self, node_id: int, corr: int) -> bool:
@@ -474,7 +552,10 @@ class NetworkClient:
 
     def _handle_disconnections(self, responses: list[ClientResponse], now: float) -> None:
         unexpected = False
+        states = self.connection_states
         for node_id, error in self.selector.disconnected.items():
+            if states.is_disconnected(node_id):
+                continue  # already failed this round (a refused SASL answer, a bad response)
             if not isinstance(error, IdleConnectionClosed):
                 unexpected = True
                 log.info("Node %s disconnected: %s", node_id, error)
@@ -536,10 +617,103 @@ class NetworkClient:
             self._fail_connection(node_id, error, responses, now)
             return False
         self._api_versions[node_id] = NodeApiVersions.from_response(body.api_keys)
+        if self._sasl is not None:
+            log.debug("Node %s answered ApiVersions v%d: %s; authenticating", node_id, version,
+                      self._api_versions[node_id])
+            return self._start_sasl(node_id, now, responses, reauthentication=False)
         self.connection_states.ready(node_id)
         log.debug("Node %s is ready; ApiVersions v%d: %s", node_id, version,
                   self._api_versions[node_id])
         return True
+
+    # -- SASL (Java's SaslClientAuthenticator) ---------------------------------------------
+
+    def _peer(self, node_id: int) -> str:
+        s = self.connection_states.get(node_id)
+        return f"node {node_id} ({s.host}:{s.port})" if s is not None else f"node {node_id}"
+
+    def _start_sasl(self, node_id: int, now: float, responses: list[ClientResponse], *,
+                    reauthentication: bool) -> bool:
+        """Send SaslHandshake; returns False if the connection was closed instead."""
+        assert self._sasl is not None
+        mechanism, user, password = self._sasl
+        authenticator = SaslClientAuthenticator(mechanism, user, password, self._peer(node_id),
+                                                reauthentication=reauthentication)
+        versions = self._api_versions.get(node_id)
+        handshake = versions.version_range(ApiKey.SASL_HANDSHAKE) if versions is not None else None
+        if handshake is None or not handshake[0] <= SASL_HANDSHAKE_VERSION <= handshake[1]:
+            self._authentication_failed(node_id, SaslAuthenticationError(
+                f"SASL authentication with {authenticator.peer} failed: the broker does not "
+                f"offer SaslHandshake v{SASL_HANDSHAKE_VERSION} (its ApiVersions answer); is it a "
+                "Kafka broker's SASL listener?"), responses, now)
+            return False
+        self.connection_states.authenticating(node_id)
+        self._authenticators[node_id] = authenticator
+        self._send_sasl(node_id, authenticator.handshake_request(), now,
+                        SASL_HANDSHAKE_VERSION, SASL_HANDSHAKE_VERSION)
+        return True
+
+    def _send_sasl(self, node_id: int, body: Message, now: float, min_version: int | None = None,
+                   max_version: int | None = None) -> None:
+        request = ClientRequest(node_id, body, created_ms=now, min_version=min_version,
+                                max_version=max_version)
+        request.internal = True
+        self._do_send(request, now)
+
+    def _handle_sasl_response(self, request: ClientRequest, body: Any,
+                              responses: list[ClientResponse], now: float) -> bool:
+        """Next step of the node's SASL exchange; False if the connection was closed."""
+        node_id = request.destination
+        authenticator = self._authenticators.get(node_id)
+        if authenticator is None:
+            return True  # the connection was reset meanwhile
+        try:
+            if request.api_key == ApiKey.SASL_HANDSHAKE:
+                following: Message | None = authenticator.authenticate_request(body)
+            else:
+                following = authenticator.next_request(body)
+        except AuthenticationError as e:
+            self._authentication_failed(node_id, e, responses, now)
+            return False
+        if following is not None:
+            self._send_sasl(node_id, following, now)
+            return True
+        del self._authenticators[node_id]
+        lifetime = authenticator.session_lifetime_ms
+        if lifetime > 0:
+            at = now + lifetime * random.uniform(*_REAUTH_WINDOW)
+            self._reauth_at[node_id] = at
+            self._next_reauth_ms = min(self._next_reauth_ms, at)
+        else:
+            self._reauth_at.pop(node_id, None)
+        self.connection_states.ready(node_id)
+        log.debug("Node %s is ready: %s as %r done%s", node_id, authenticator.mechanism,
+                  authenticator.username,
+                  f"; session lifetime {lifetime} ms" if lifetime > 0 else "")
+        return True
+
+    def _maybe_reauthenticate(self, now: float) -> None:
+        """KIP-368: re-authenticate connections whose time has come, each once no request is
+        in flight on it (a busy one is tried again at the next poll)."""
+        due = [node_id for node_id, at in self._reauth_at.items() if at <= now]
+        for node_id in due:
+            if not (self.connection_states.is_ready(node_id)
+                    and self.selector.is_channel_ready(node_id)):
+                del self._reauth_at[node_id]  # gone; a new connection authenticates anew
+                continue
+            if not self.in_flight_requests.is_empty(node_id):
+                continue
+            del self._reauth_at[node_id]
+            log.debug("Re-authenticating with node %s (KIP-368)", node_id)
+            self._start_sasl(node_id, now, self._aborted, reauthentication=True)
+        self._next_reauth_ms = min(self._reauth_at.values(), default=_INF)
+        if self._next_reauth_ms <= now:
+            # A due connection is busy: look again soon rather than at once.
+            self._next_reauth_ms = now + min(self.reconnect_backoff_ms, 50)
+
+    def _authentication_failed(self, node_id: int, error: AuthenticationError,
+                               responses: list[ClientResponse], now: float) -> None:
+        self._fail_connection(node_id, error, responses, now)
 
     def _handle_timed_out_connections(self, responses: list[ClientResponse],
                                       now: float) -> None:
@@ -598,6 +772,14 @@ class NetworkClient:
     def _process_disconnection(self, responses: list[ClientResponse], node_id: int, now: float,
                                error: KafkaError, timed_out: bool = False) -> None:
         self.connection_states.disconnected(node_id, now, error)
+        self._authenticators.pop(node_id, None)
+        self._reauth_at.pop(node_id, None)
+        if isinstance(error, AuthenticationError):
+            # Java's DefaultMetadataUpdater.handleServerDisconnect -> Metadata.fatalError.
+            log.error("%s", error)
+            self.authentication_failures += 1
+            self.last_authentication_error = error
+            self.metadata.authentication_failed(error)
         self._api_versions.pop(node_id, None)
         self._nodes_needing_api_versions.pop(node_id, None)
         self._no_response_ids.pop(node_id, None)
@@ -612,9 +794,14 @@ class NetworkClient:
             family, address = self.connection_states.connecting(node_id, now, node.host,
                                                                 node.port)
             log.debug("Connecting to node %s at %s", node, address)
+            context = self._ssl_context
             self.selector.connect(node_id, address, family,
                                   send_buffer_bytes=self.send_buffer_bytes,
-                                  receive_buffer_bytes=self.receive_buffer_bytes)
+                                  receive_buffer_bytes=self.receive_buffer_bytes,
+                                  ssl_context=context,
+                                  server_hostname=node.host if context is not None
+                                  and context.check_hostname else None,
+                                  peer=f"{node.host}:{node.port}")
         except OSError as e:
             error = KafkaConnectionError(f"cannot connect to node {node}: {e}")
             log.debug("%s", error)
@@ -699,6 +886,7 @@ class NetworkClient:
                 self.connection_states.remove(node_id)
                 self._api_versions.pop(node_id, None)
                 self._nodes_needing_api_versions.pop(node_id, None)
+                self._reauth_at.pop(node_id, None)
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -717,6 +905,8 @@ class NetworkClient:
         self._api_versions.pop(node_id, None)
         self._nodes_needing_api_versions.pop(node_id, None)
         self._no_response_ids.pop(node_id, None)
+        self._authenticators.pop(node_id, None)
+        self._reauth_at.pop(node_id, None)
 
     def wakeup(self) -> None:
         """Interrupt a blocked poll; safe from any thread."""

@@ -1,8 +1,9 @@
 """Per-node connection state machine with reconnect backoff and connect timeouts.
 
-States (Java's ConnectionState, without the SASL one): DISCONNECTED -> CONNECTING (TCP connect
-in progress) -> CHECKING_API_VERSIONS (connected, ApiVersions in flight) -> READY.  Any failure
-returns to DISCONNECTED.
+States (Java's ConnectionState): DISCONNECTED -> CONNECTING (TCP connect, and TLS handshake,
+in progress) -> CHECKING_API_VERSIONS (connected, ApiVersions in flight) -> [AUTHENTICATING
+(SASL exchange; a READY connection returns here to re-authenticate, KIP-368)] -> READY.  Any
+failure returns to DISCONNECTED.
 
 * Reconnect backoff: after each disconnect the node may not be connected again for
   reconnect.backoff.ms * 2**failures (+/-20% jitter), at most reconnect.backoff.max.ms; a
@@ -26,16 +27,19 @@ class ConnectionState(enum.Enum):
     DISCONNECTED = "DISCONNECTED"
     CONNECTING = "CONNECTING"
     CHECKING_API_VERSIONS = "CHECKING_API_VERSIONS"
+    AUTHENTICATING = "AUTHENTICATING"
     READY = "READY"
 
     @property
     def is_connected(self) -> bool:
-        return self is ConnectionState.CHECKING_API_VERSIONS or self is ConnectionState.READY
+        return self is ConnectionState.CHECKING_API_VERSIONS or self is ConnectionState.READY \
+            or self is ConnectionState.AUTHENTICATING
 
 
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _CHECKING = ConnectionState.CHECKING_API_VERSIONS
+_AUTHENTICATING = ConnectionState.AUTHENTICATING
 _READY = ConnectionState.READY
 
 ResolvedAddress = tuple[int, Any]  # (family, sockaddr)
@@ -125,7 +129,8 @@ class ClusterConnectionStates:
 
     def is_preparing_connection(self, node_id: int) -> bool:
         s = self._states.get(node_id)
-        return s is not None and (s.state is _CONNECTING or s.state is _CHECKING)
+        return s is not None and (s.state is _CONNECTING or s.state is _CHECKING
+                                  or s.state is _AUTHENTICATING)
 
     def is_ready(self, node_id: int) -> bool:
         s = self._states.get(node_id)
@@ -208,6 +213,12 @@ class ClusterConnectionStates:
     def checking_api_versions(self, node_id: int) -> None:
         s = self._states[node_id]
         s.state = _CHECKING
+        self.connecting_nodes.discard(node_id)
+
+    def authenticating(self, node_id: int) -> None:
+        """SASL (re-)authentication under way: no other request may be sent."""
+        s = self._states[node_id]
+        s.state = _AUTHENTICATING
         self.connecting_nodes.discard(node_id)
 
     def ready(self, node_id: int) -> None:

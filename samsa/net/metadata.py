@@ -91,6 +91,8 @@ class Metadata:
         self._new_topics: set[str] = set()
         self._topic_errors: dict[str, KafkaError] = {}
         self._fatal_error: KafkaError | None = None
+        # The last connection's authentication failure, until an update succeeds again.
+        self._auth_error: KafkaError | None = None
         self._last_seen_epochs: dict[TopicPartition, int] = {}
         self._closed = False
 
@@ -115,6 +117,8 @@ class Metadata:
         """Raise the topic's fatal error (invalid name, not authorized) or a global fatal one."""
         if self._fatal_error is not None:
             raise self._fatal_error
+        if self._auth_error is not None:
+            raise self._auth_error
         error = self._topic_errors.get(topic)
         if error is not None and error.code in (_INVALID_TOPIC, _TOPIC_AUTHORIZATION_FAILED):
             raise error
@@ -122,6 +126,20 @@ class Metadata:
     def maybe_throw_any_exception(self) -> None:
         if self._fatal_error is not None:
             raise self._fatal_error
+        if self._auth_error is not None:
+            raise self._auth_error
+
+    @property
+    def authentication_error(self) -> KafkaError | None:
+        return self._auth_error
+
+    def authentication_failed(self, error: KafkaError) -> None:
+        """A connection failed to authenticate (Java's Metadata.fatalError for an
+        AuthenticationException): waiters and ``maybe_throw_*`` raise it until an update
+        succeeds (the NetworkClient keeps reconnecting with backoff meanwhile)."""
+        with self._cond:
+            self._auth_error = error
+            self._cond.notify_all()
 
     # -- interest ------------------------------------------------------------------------
 
@@ -222,6 +240,7 @@ class Metadata:
                 self.failed_update(now, for_code(top_error)(
                     "the Metadata response carried a top-level error"))
                 return
+            self._auth_error = None  # a connection authenticated since
             self._apply(response, plan, now)
             self._cond.notify_all()
 
@@ -357,6 +376,8 @@ class Metadata:
                                             "for an update")
                 if self._fatal_error is not None:
                     raise self._fatal_error
+                if self._auth_error is not None:
+                    raise self._auth_error
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise KafkaTimeoutError("a metadata update", timeout_ms)

@@ -5,7 +5,7 @@ As in Kafka's Java ``Selector`` (org.apache.kafka.common.network), nothing touch
 (or a ``wakeup()`` from another thread), finishes connects, reads complete frames, writes
 queued sends, and leaves the round's results in four attributes:
 
-* ``connected``: node ids whose TCP connect finished;
+* ``connected``: node ids whose TCP connect (and, over TLS, handshake) finished;
 * ``completed_sends``: NetworkSends whose last byte went to the kernel;
 * ``completed_receives``: NetworkReceives (whole response frames), in arrival order per node;
 * ``disconnected``: node id -> the exception that closed it (remote close, I/O error, bad
@@ -24,11 +24,18 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 from collections import OrderedDict
 from typing import Any
 
-from samsa.errors import IllegalStateError, KafkaConnectionError
-from samsa.net.channel import ChannelState, KafkaChannel, NetworkReceive, NetworkSend
+from samsa.errors import AuthenticationError, IllegalStateError, KafkaConnectionError
+from samsa.net.channel import (
+    ChannelState,
+    KafkaChannel,
+    NetworkReceive,
+    NetworkSend,
+    SslKafkaChannel,
+)
 from samsa.net.clock import Clock, monotonic_ms
 
 log = logging.getLogger(__name__)
@@ -81,9 +88,13 @@ class Selector:
 
     def connect(self, node_id: int, address: Any, family: int = socket.AF_INET, *,
                 send_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE,
-                receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE) -> None:
+                receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE,
+                ssl_context: ssl.SSLContext | None = None, server_hostname: str | None = None,
+                peer: str | None = None) -> None:
         """Start a non-blocking connect to a resolved ``address``.  Raises OSError if the
-        connect fails at once (the caller marks the node disconnected)."""
+        connect fails at once (the caller marks the node disconnected).  With ``ssl_context``
+        the connection is reported connected once its TLS handshake is done (``server_hostname``
+        for SNI and the host name check; ``peer`` names the broker in errors)."""
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection for node {node_id}")
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -101,7 +112,14 @@ class Selector:
         except BaseException:
             sock.close()
             raise
-        channel = KafkaChannel(node_id, sock, address, self._max_receive_size)
+        channel: KafkaChannel
+        if ssl_context is not None:
+            channel = SslKafkaChannel(node_id, sock, address, self._max_receive_size, ssl_context,
+                                      server_hostname, peer or str(address))
+            if err == 0:
+                err = errno.EINPROGRESS  # the writable event starts the handshake
+        else:
+            channel = KafkaChannel(node_id, sock, address, self._max_receive_size)
         if err == 0:
             channel.state = ChannelState.CONNECTED
             self._early_connected.append(node_id)
@@ -224,13 +242,16 @@ class Selector:
             try:
                 if channel.state is ChannelState.CONNECTING:
                     channel.finish_connect()
-                    connected.append(node_id)
-                    interest = 0 if channel.muted else _READ
-                    self._set_interest(channel, interest | (_WRITE if channel.sends else 0))
-                    if channel.sends:
-                        channel.write(completed_sends)
-                        if not channel.sends:
-                            self._set_interest(channel, interest)
+                    if channel.state is ChannelState.HANDSHAKING:
+                        assert isinstance(channel, SslKafkaChannel)
+                        self._set_interest(channel, 0)  # the SSL socket replaces the plain one
+                        channel.start_tls()
+                        self._handshake(channel, connected, completed_sends)
+                    else:
+                        self._connected(channel, connected, completed_sends)
+                elif channel.state is ChannelState.HANDSHAKING:
+                    assert isinstance(channel, SslKafkaChannel)
+                    self._handshake(channel, connected, completed_sends)
                 else:
                     if mask & _READ:
                         channel.read(completed_receives)
@@ -239,7 +260,7 @@ class Selector:
                         if not channel.sends:
                             self._set_interest(channel, channel.interest & ~_WRITE)
             except Exception as e:  # noqa: BLE001 -- any I/O or framing error ends the connection
-                if not isinstance(e, OSError):
+                if not isinstance(e, (OSError, AuthenticationError)):
                     log.warning("Unexpected error on connection to node %s; closing it: %r",
                                 node_id, e)
                 else:
@@ -252,6 +273,24 @@ class Selector:
 
         if self._idle_ms is not None and now >= self._next_idle_check:
             self._maybe_close_oldest(now)
+
+    def _connected(self, channel: KafkaChannel, connected: list[int],
+                   completed_sends: list[NetworkSend]) -> None:
+        connected.append(channel.id)
+        interest = 0 if channel.muted else _READ
+        self._set_interest(channel, interest | (_WRITE if channel.sends else 0))
+        if channel.sends:
+            channel.write(completed_sends)
+            if not channel.sends:
+                self._set_interest(channel, interest)
+
+    def _handshake(self, channel: SslKafkaChannel, connected: list[int],
+                   completed_sends: list[NetworkSend]) -> None:
+        wanted = channel.handshake()
+        if wanted:
+            self._set_interest(channel, wanted)
+        else:
+            self._connected(channel, connected, completed_sends)
 
     def _maybe_close_oldest(self, now: float) -> None:
         assert self._idle_ms is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.errors import KafkaConnectionError, KafkaTimeoutError
+from samsa.errors import AuthenticationError, KafkaConnectionError, KafkaTimeoutError
 from samsa.net.client import ClientRequest, ClientResponse, NetworkClient
 from samsa.net.cluster import Node
 from samsa.protocol import Message
@@ -33,6 +33,8 @@ def await_ready(client: NetworkClient, node: Node, timeout_ms: float) -> None:
         # failed to connect (now, or recently enough to be in backoff).
         if client.connection_failed(node):
             cause = client.last_connection_error(node)
+            if isinstance(cause, AuthenticationError):
+                raise cause  # not a connection problem: retrying will not help
             raise KafkaConnectionError(f"connection to node {node} failed: {cause}")
         remaining = deadline - now
         if remaining <= 0:

@@ -115,6 +115,7 @@ class Sender(threading.Thread):
         self._init_pid_next_ms = 0
         self._view: ClusterView | None = None
         self.fatal_error: BaseException | None = None
+        self._authentication_failures_seen = 0
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -176,6 +177,8 @@ class Sender(threading.Thread):
             self._abort_everything(self.fatal_error)
             self.client.poll(self.retry_backoff_ms or 1, now)
             return
+        if self.client.authentication_failures != self._authentication_failures_seen:
+            self._authentication_failed()
         can_send = True
         tm = self.transaction_manager
         if tm is not None and tm.needs_init_producer_id():
@@ -569,6 +572,18 @@ class Sender(threading.Thread):
         self._init_pid_attempts += 1
         backoff = min(self.retry_backoff_max_ms, self.retry_backoff_ms * 2 ** min(self._init_pid_attempts - 1, 20))
         self._init_pid_next_ms = now + backoff
+
+    def _authentication_failed(self) -> None:
+        """A connection failed to authenticate (TLS or SASL): fail every batch not yet
+        acknowledged with that error rather than let them wait out delivery.timeout.ms on
+        reconnects that fail the same way (Java fails the calls waiting on the cluster with an
+        AuthenticationException).  Not fatal: the producer works again once a connection
+        authenticates, and send() raises the error meanwhile (Metadata holds it)."""
+        self._authentication_failures_seen = self.client.authentication_failures
+        error = self.client.last_authentication_error
+        if error is not None:
+            log.error("Failing the records not yet sent: %s", error)
+            self._abort_everything(error)
 
     def _fatal(self, error: BaseException) -> None:
         """A producer-wide unrecoverable error (Java's TransactionManager.fatalError): fail

@@ -6,11 +6,14 @@ for misbehaviour: ``dribble`` writes each response a few bytes at a time, ``read
 reads requests slowly in small pieces (to fill the client's send buffer), ``coalesce`` holds
 responses back and writes several in one ``sendall``, ``corrupt_correlation`` answers with
 a wrong correlation id, ``api_versions_reply`` overrides the ApiVersions answer bytes.
+``ssl_context`` (a server context) makes it a TLS listener; ``handshake_errors`` collects the
+TLS failures it saw.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -30,8 +33,11 @@ Handler = Callable[[Any, Any], Any]
 
 
 class FakeBroker:
-    def __init__(self, node_id: int = 0, handler: Handler | None = None) -> None:
+    def __init__(self, node_id: int = 0, handler: Handler | None = None, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
+        self.handshake_errors: list[BaseException] = []
         self.handler = handler
         self.dribble = False
         self.read_delay_s = 0.0
@@ -108,6 +114,14 @@ class FakeBroker:
 
     def _serve(self, conn: socket.socket) -> None:
         pending: list[bytes] = []
+        if self.ssl_context is not None:
+            try:
+                conn = self.ssl_context.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError) as e:
+                self.handshake_errors.append(e)
+                conn.close()
+                return
+            self._conns.append(conn)
         try:
             while not self._stop:
                 head = self._recv_exact(conn, 4)

@@ -130,7 +130,7 @@ def test_serializer_instances_pass_through() -> None:
         ),
         ({"metadata.max.idle.ms": 10}, "metadata.max.idle.ms", "at least 5000"),
         ({"retries": -1}, "retries", "between 0"),
-        ({"security.protocol": "SSL"}, "security.protocol", "PLAINTEXT"),
+        ({"security.protocol": "TLS"}, "security.protocol", "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
         ({"transactional.id": "tx-1"}, "transactional.id", "not implemented"),
         ({"key.serializer": "nope"}, "key.serializer", "known names"),
     ],

@@ -255,6 +255,8 @@ class _Client:
         self.sent: list[ClientRequest] = []
         self.least_loaded_asked: list[int] = []
         self.least_loaded: Node | None = None
+        self.authentication_failures = 0
+        self.last_authentication_error: BaseException | None = None
 
     def ready(self, node: Node, now: int) -> bool:
         return True
