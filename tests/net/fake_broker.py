@@ -163,7 +163,8 @@ class FakeBroker:
             return encode_response_bytes(self.api_versions_response(), min(version, 4), corr)
         body = decode_request_body(header, payload, pos)
         if key == ApiKey.METADATA:
-            return encode_response_bytes(self.metadata_response(body), version, corr)
+            answer = self.metadata_response(body)
+            return None if answer is None else encode_response_bytes(answer, version, corr)
         if self.handler is None:
             return None
         response = self.handler(header, body)
