@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from samsa.admin import AdminClient
-from samsa.admin.types import NewTopic
 from samsa.admin.scram import UserScramCredentialUpsertion
+from samsa.admin.types import NewTopic
 from samsa.broker import Broker
 from samsa.consumer.consumer import KafkaConsumer
 from samsa.errors import SaslAuthenticationError, SslAuthenticationError
