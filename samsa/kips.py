@@ -76,6 +76,9 @@ KIPS: tuple[Kip, ...] = (
         "the log settings Kafka's DynamicLogConfig covers"),
     Kip(227, "Incremental FetchRequests to Increase Partition Scalability", _N,
         ("samsa/broker/apis/fetch.py",), "fetch sessions: every Fetch is a full one"),
+    Kip(255, "OAuth Authentication via SASL/OAUTHBEARER", _P, ("samsa/net/sasl.py",),
+        "clients only, with a token callback (sasl.oauthbearer.token.callback); no unsecured "
+        "JWS login module, no broker side"),
     Kip(283, "Efficient Memory Usage for Down-Conversion", _Y,
         ("samsa/broker/log/down_conversion.py",),
         "Fetch v0-3 converted chunk by chunk; message.downconversion.enable"),

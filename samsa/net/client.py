@@ -177,6 +177,7 @@ class NetworkClient:
         sasl_mechanism: str | None = None,
         sasl_username: str | None = None,
         sasl_password: str | None = None,
+        sasl_oauthbearer_token_callback: Any = None,
         clock: Clock = monotonic_ms,
     ) -> None:
         if client_dns_lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
@@ -194,8 +195,11 @@ class NetworkClient:
         if protocol.startswith("SASL_"):
             mechanism = sasl_mechanism or "GSSAPI"
             user, password = sasl_credentials(mechanism, jaas_config=None, username=sasl_username,
-                                              password=sasl_password, protocol=protocol)
+                                              password=sasl_password,
+                                              token_callback=sasl_oauthbearer_token_callback,
+                                              protocol=protocol)
             self._sasl = (mechanism, user, password)
+        self._sasl_token_callback = sasl_oauthbearer_token_callback
         self._pid = os.getpid()
         self._fork_generation = _fork_generation
         self._clock = clock
@@ -258,13 +262,16 @@ class NetworkClient:
             # A parsed client config holds the credentials in sasl.username/sasl.password
             # (ClientConfig resolves sasl.jaas.config); a plain mapping may hold either.
             user, password = config.get("sasl.username"), config.get("sasl.password")
-            if config.get("sasl.jaas.config") is not None and not (user and password):
+            mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
+            if config.get("sasl.jaas.config") is not None and not (user and password) \
+                    and mechanism != "OAUTHBEARER":
                 user, password = sasl_credentials(
                     config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "GSSAPI",
                     jaas_config=config["sasl.jaas.config"], username=None, password=None,
                     protocol=protocol)
             kwargs["sasl_mechanism"] = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
             kwargs["sasl_username"], kwargs["sasl_password"] = user, password
+            kwargs["sasl_oauthbearer_token_callback"] = config.get("sasl.oauthbearer.token.callback")
         kwargs.update(overrides)
         return cls(metadata, **kwargs)
 
@@ -637,8 +644,13 @@ class NetworkClient:
         """Send SaslHandshake; returns False if the connection was closed instead."""
         assert self._sasl is not None
         mechanism, user, password = self._sasl
-        authenticator = SaslClientAuthenticator(mechanism, user, password, self._peer(node_id),
-                                                reauthentication=reauthentication)
+        try:
+            authenticator = SaslClientAuthenticator(mechanism, user, password, self._peer(node_id),
+                                                    reauthentication=reauthentication,
+                                                    token_callback=self._sasl_token_callback)
+        except SaslAuthenticationError as e:  # the OAUTHBEARER token callback failed
+            self._authentication_failed(node_id, e, responses, now)
+            return False
         versions = self._api_versions.get(node_id)
         handshake = versions.version_range(ApiKey.SASL_HANDSHAKE) if versions is not None else None
         if handshake is None or not handshake[0] <= SASL_HANDSHAKE_VERSION <= handshake[1]:

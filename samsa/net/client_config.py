@@ -111,7 +111,7 @@ METADATA_MAX_AGE_MS = E("metadata.max.age.ms", Type.LONG, 5 * 60_000, at_least(0
 
 # -- security (CommonClientConfigs, SslConfigs, SaslConfigs; librdkafka's names as aliases) -------
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SECURITY_PROTOCOL = E("security.protocol", Type.STRING, "PLAINTEXT",
                       ValidChoice(SECURITY_PROTOCOLS, case_insensitive=True),
                       "How to talk to brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL "
@@ -158,8 +158,8 @@ SSL_CERTIFICATE_LOCATION = E("ssl.certificate.location", Type.STRING, None, None
 SSL_KEY_LOCATION = E("ssl.key.location", Type.STRING, None, None,
                      "librdkafka's client private key file (PEM), with ssl.certificate.location.")
 SASL_MECHANISM = E("sasl.mechanism", Type.STRING, "GSSAPI", None,
-                   "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's default, "
-                   "GSSAPI, is not supported).")
+                   "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (Kafka's "
+                   "default, GSSAPI, is not supported).")
 SASL_MECHANISMS_ALIAS = E("sasl.mechanisms", Type.STRING, None, None,
                           "librdkafka's name of sasl.mechanism.")
 SASL_JAAS_CONFIG = E("sasl.jaas.config", Type.STRING, None, None,
@@ -171,8 +171,8 @@ SASL_PASSWORD = E("sasl.password", Type.STRING, None, None,
                   "librdkafka's SASL password (PLAIN, SCRAM).")
 SASL_OAUTHBEARER_TOKEN_CALLBACK = E(
     "sasl.oauthbearer.token.callback", Type.CLASS, None, None,
-    "OAUTHBEARER: a callable returning (token, expiry in seconds since the epoch); not "
-    "supported yet.")
+    "OAUTHBEARER: a callable (or 'module:name') returning (token, expiry in seconds since the "
+    "epoch); called for every (re-)authentication.")
 
 SECURITY_SETTINGS: tuple[ConfigEntry, ...] = (
     SECURITY_PROTOCOL,
@@ -258,18 +258,26 @@ def sasl_credentials(mechanism: str, *, jaas_config: str | None, username: str |
                      protocol: str = "SASL_PLAINTEXT") -> tuple[str, str]:
     """(user, password) for ``mechanism``, from ``sasl.jaas.config`` (Java) or ``sasl.username``
     + ``sasl.password`` (librdkafka); a ConfigError naming what to set otherwise. Messages never
-    hold a password."""
+    hold a password.  OAUTHBEARER takes no password but ``token_callback`` (checked here; the
+    user and password returned are empty)."""
     if mechanism == "GSSAPI":
         raise ConfigError("sasl.mechanism", f"GSSAPI (Kerberos, Kafka's default) is not supported; with "
                                             f"security.protocol={protocol} set sasl.mechanism to one of "
                                             f"{', '.join(SASL_MECHANISMS)}")
     if mechanism == "OAUTHBEARER":
-        raise ConfigError("sasl.mechanism", "OAUTHBEARER is not supported yet; use one of "
-                                            f"{', '.join(SASL_MECHANISMS)}")
+        # Java's OAuthBearerLoginModule gets its token from a login callback handler; here the
+        # callable itself (confluent-kafka's oauth_cb takes the same shape).
+        if token_callback is None:
+            raise ConfigError("sasl.oauthbearer.token.callback",
+                              "is required with sasl.mechanism=OAUTHBEARER: a callable returning "
+                              "(token, expiry in seconds since the epoch)")
+        if not callable(token_callback):
+            raise ConfigError("sasl.oauthbearer.token.callback",
+                              f"must be callable, not {type(token_callback).__name__}")
+        return "", ""
     if mechanism not in SASL_MECHANISMS:
         raise ConfigError("sasl.mechanism", f"value {mechanism!r} is not one of: {', '.join(SASL_MECHANISMS)} "
                                             "(mechanism names are case-sensitive, as in Kafka)")
-    del token_callback  # OAUTHBEARER only
     module = PLAIN_LOGIN_MODULE if mechanism == "PLAIN" else SCRAM_LOGIN_MODULE
     if jaas_config is not None:
         if username is not None or password is not None:
@@ -354,8 +362,9 @@ class ClientConfig(Config):
                 self["sasl.mechanism"], jaas_config=self["sasl.jaas.config"],
                 username=self["sasl.username"], password=self["sasl.password"],
                 token_callback=self["sasl.oauthbearer.token.callback"], protocol=protocol)
-            self._set("sasl.username", username)
-            self._set("sasl.password", password)
+            if self["sasl.mechanism"] != "OAUTHBEARER":
+                self._set("sasl.username", username)
+                self._set("sasl.password", password)
 
     def __repr__(self) -> str:
         changed = {name: "[hidden]" if name in SECRET_SETTINGS else self[name]

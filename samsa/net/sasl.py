@@ -5,14 +5,18 @@ mechanism's tokens each in a SaslAuthenticate request, until the mechanism is do
 is the connection ready for other requests.  :class:`SaslClientAuthenticator` holds one such
 exchange: it makes the requests and reads the answers; the NetworkClient sends them.
 
-Mechanisms: PLAIN (one token, RFC 4616) and SCRAM-SHA-256/512 (client-first, client-final, then
-the server's signature is checked, RFC 5802).  Failures are :class:`SaslAuthenticationError`
+Mechanisms: PLAIN (one token, RFC 4616), SCRAM-SHA-256/512 (client-first, client-final, then
+the server's signature is checked, RFC 5802) and OAUTHBEARER (KIP-255, RFC 7628: one token
+``n,,^Aauth=Bearer <token>^A^A`` from the user's token callback; a refusal comes as a JSON
+challenge the client acknowledges with ``^A`` before the broker's error).  Failures are :class:`SaslAuthenticationError`
 naming the broker, the mechanism and the user, never the password.  The broker's session
 lifetime (SaslAuthenticate v1+, KIP-368) says when the connection must authenticate again.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 from samsa.errors import (
@@ -29,6 +33,9 @@ __all__ = ["SASL_HANDSHAKE_VERSION", "SaslClientAuthenticator"]
 
 # v0 sends the tokens as raw frames, v1 wraps them in SaslAuthenticate (KIP-152); v1 only.
 SASL_HANDSHAKE_VERSION = 1
+_KVSEP = b"\x01"  # RFC 7628 key-value separator
+
+TokenCallback = Callable[[], tuple[str, float]]
 
 
 class SaslClientAuthenticator:
@@ -37,16 +44,20 @@ class SaslClientAuthenticator:
     returns None (done); each raises SaslAuthenticationError on a refusal."""
 
     def __init__(self, mechanism: str, username: str, password: str, peer: str,
-                 *, reauthentication: bool = False) -> None:
+                 *, reauthentication: bool = False, token_callback: TokenCallback | None = None) -> None:
         self.mechanism = mechanism
         self.username = username
         self.peer = peer
         self.reauthentication = reauthentication
         self.session_lifetime_ms = 0
+        self.token_expiry_s: float | None = None
         self._scram: ScramClient | None = None
         self._scram_step = 0
+        self._oauth_challenge: str | None = None
         if mechanism == "PLAIN":
             self._first_token = plain_client_token(username, password)
+        elif mechanism == "OAUTHBEARER":
+            self._first_token = self._oauthbearer_token(token_callback)
         else:
             scram_mechanism = MECHANISMS.get(mechanism)
             if scram_mechanism is None:
@@ -54,9 +65,25 @@ class SaslClientAuthenticator:
             self._scram = ScramClient(scram_mechanism, username, password)
             self._first_token = self._scram.first_message()
 
+    def _oauthbearer_token(self, token_callback: TokenCallback | None) -> bytes:
+        if token_callback is None:
+            raise SaslAuthenticationError(f"{self._what()} failed: no sasl.oauthbearer.token.callback")
+        try:
+            token, expiry_s = token_callback()
+        except Exception as e:  # the user's callback: any failure is reported
+            raise SaslAuthenticationError(f"{self._what()} failed: the token callback raised {e!r}") from e
+        if not isinstance(token, str) or not token or not isinstance(expiry_s, (int, float)) \
+                or not math.isfinite(expiry_s):
+            raise SaslAuthenticationError(
+                f"{self._what()} failed: the token callback must return (token, expiry in seconds "
+                f"since the epoch), not ({type(token).__name__}, {type(expiry_s).__name__})")
+        self.token_expiry_s = float(expiry_s)
+        return b"n,," + _KVSEP + f"auth=Bearer {token}".encode() + _KVSEP + _KVSEP
+
     def _what(self) -> str:
         again = "re-authentication" if self.reauthentication else "authentication"
-        return f"SASL {again} with {self.peer} ({self.mechanism}, user {self.username!r})"
+        who = "" if self.mechanism == "OAUTHBEARER" else f", user {self.username!r}"
+        return f"SASL {again} with {self.peer} ({self.mechanism}{who})"
 
     def handshake_request(self) -> Message:
         return APIS[ApiKey.SASL_HANDSHAKE].request_class(mechanism=self.mechanism)
@@ -85,10 +112,23 @@ class SaslClientAuthenticator:
             name = for_code(code).name
             text = answer.error_message or for_code(code).message
             if code == SaslAuthenticationFailedError.code:
+                if self._oauth_challenge is not None and not answer.error_message:
+                    text = self._oauth_challenge
                 raise SaslAuthenticationError(f"{self._what()} failed: {text}")
             raise SaslAuthenticationError(f"{self._what()} failed: {name}: {text}")
         token = answer.auth_bytes or b""
         scram = self._scram
+        if self.mechanism == "OAUTHBEARER":
+            if self._oauth_challenge is not None:
+                # RFC 7628 §3.2.3: the exchange after a challenge must end in failure.
+                raise SaslAuthenticationError(f"{self._what()} failed: {self._oauth_challenge}")
+            if token:
+                # A JSON error ({"status": "invalid_token", ...}): acknowledged with ^A, after
+                # which the broker answers SASL_AUTHENTICATION_FAILED (OAuthBearerSaslClient).
+                self._oauth_challenge = bytes(token).decode("utf-8", "replace")
+                return self._authenticate(_KVSEP)
+            self._done(answer)
+            return None
         try:
             if scram is None:  # PLAIN: the broker's empty answer ends it
                 self._done(answer)

@@ -4,6 +4,7 @@ SaslAuthenticationError, versions as advertised, and KIP-368 re-authentication."
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ PASSWORDS = {"alice": "alice-secret"}
 class SaslListener:
     """The SASL side of a broker for FakeBroker.handler: one exchange at a time."""
 
-    def __init__(self, mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+    def __init__(self, mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
                  session_lifetime_ms: int = 0) -> None:
         self.mechanisms = list(mechanisms)
         self.session_lifetime_ms = session_lifetime_ms
@@ -36,6 +37,7 @@ class SaslListener:
         self.scram: ScramServer | None = None
         self.forge_signature = False
         self.authenticated: list[str] = []
+        self.tokens: list[bytes] = []
 
     def __call__(self, header: Any, body: Any) -> Any:
         key = header.request_api_key
@@ -50,6 +52,8 @@ class SaslListener:
         if key == ApiKey.SASL_AUTHENTICATE:
             token = bytes(body.auth_bytes)
             try:
+                if self.mechanism == "OAUTHBEARER":
+                    return self._oauthbearer(token)
                 if self.mechanism == "PLAIN":
                     self.authenticated.append(plain_authenticate(token, PASSWORDS.get))
                     return self._answer(b"", done=True)
@@ -62,6 +66,18 @@ class SaslListener:
             except SaslAuthenticationFailedError as e:
                 return p.SaslAuthenticateResponse(error_code=58, error_message=e.detail, auth_bytes=b"")
         return None
+
+    def _oauthbearer(self, token: bytes) -> Any:
+        # Kafka's OAuthBearerSaslServer: a bad token gets a JSON challenge with error code 0;
+        # the client's ^A then gets SASL_AUTHENTICATION_FAILED carrying that JSON.
+        self.tokens.append(token)
+        if token == b"\x01":
+            return p.SaslAuthenticateResponse(error_code=58, error_message='{"status":"invalid_token"}',
+                                              auth_bytes=b"")
+        if token.startswith(b"n,,\x01auth=Bearer good-token") and token.endswith(b"\x01\x01"):
+            self.authenticated.append("token-owner")
+            return self._answer(b"", done=True)
+        return self._answer(b'{"status":"invalid_token"}')
 
     def _answer(self, token: bytes, done: bool = False) -> Any:
         return p.SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=token,
@@ -218,3 +234,68 @@ def test_from_config_reads_jaas_credentials() -> None:
         assert client._sasl == ("SCRAM-SHA-256", "alice", "alice-secret")
     finally:
         client.close()
+
+
+def oauth_client(callback: Any, **kw: Any) -> NetworkClient:
+    kw.setdefault("reconnect_backoff_ms", 10)
+    return NetworkClient(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                         sasl_oauthbearer_token_callback=callback, **kw)
+
+
+def test_oauthbearer_sends_the_callbacks_token() -> None:
+    listener = SaslListener()
+    with FakeBroker(handler=listener) as broker, \
+            oauth_client(lambda: ("good-token", time.time() + 3600)) as client:
+        await_ready(client, node_of(broker), 20_000)
+        assert listener.tokens == [b"n,,\x01auth=Bearer good-token\x01\x01"]
+        assert listener.authenticated == ["token-owner"]
+
+
+def test_a_refused_oauthbearer_token_is_acknowledged_then_reported() -> None:
+    listener = SaslListener()
+    with FakeBroker(handler=listener) as broker, oauth_client(lambda: ("stale", 0)) as client, \
+            pytest.raises(SaslAuthenticationError, match='OAUTHBEARER.*"status":"invalid_token"'):
+        await_ready(client, node_of(broker), 20_000)
+    assert listener.tokens[-1] == b"\x01"
+
+
+@pytest.mark.parametrize(("callback", "message"), [
+    (lambda: 1 / 0, "the token callback raised ZeroDivisionError"),
+    (lambda: (None, 0), "must return \\(token, expiry"),
+    (lambda: "just-a-token", "the token callback raised ValueError"),
+], ids=["raises", "no-token", "not-a-pair"])
+def test_a_failing_token_callback(callback: Any, message: str) -> None:
+    with FakeBroker(handler=SaslListener()) as broker, oauth_client(callback) as client, \
+            pytest.raises(SaslAuthenticationError, match=message):
+        await_ready(client, node_of(broker), 20_000)
+
+
+def test_oauthbearer_re_authenticates_with_a_fresh_token() -> None:
+    now = [0.0]
+    issued: list[int] = []
+
+    def callback() -> tuple[str, float]:
+        issued.append(len(issued))
+        return "good-token", time.time() + 3600
+
+    listener = SaslListener(session_lifetime_ms=10_000)
+    with FakeBroker(handler=listener) as broker, oauth_client(callback, clock=lambda: now[0]) as client:
+        node = node_of(broker)
+        await_ready(client, node, 20_000)
+        now[0] = 9_600.0
+        poll_until(client, lambda: len(listener.authenticated) == 2 and client.is_ready(node, now[0]))
+        assert issued == [0, 1]
+
+
+def test_oauthbearer_settings() -> None:
+    from samsa.producer.config import ProducerConfig
+
+    with pytest.raises(ConfigError, match="'sasl.oauthbearer.token.callback': is required"):
+        ProducerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
+    with pytest.raises(ConfigError, match="must be callable"):
+        NetworkClient(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
+                      sasl_oauthbearer_token_callback=42)
+    cfg = ProducerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
+                         sasl_oauthbearer_token_callback="time:time")
+    assert cfg["sasl.oauthbearer.token.callback"] is time.time
+    assert cfg["sasl.username"] is None
