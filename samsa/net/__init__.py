@@ -3,10 +3,12 @@
 Layering, bottom up (the names of Kafka's Java client classes)::
 
     KafkaChannel   one non-blocking socket: 4-byte size framing, partial reads and writes
+                   (SslKafkaChannel: the same over TLS, with a non-blocking handshake)
     Selector       all channels, one poll(): connected / completed_sends /
                    completed_receives / disconnected per round; LRU idle close; wakeup()
-    NetworkClient  connection states + reconnect backoff, ApiVersions negotiation,
-                   InFlightRequests (FIFO per node), request timeouts, metadata updater
+    NetworkClient  connection states + reconnect backoff, ApiVersions negotiation, SASL
+                   (samsa.net.sasl), InFlightRequests (FIFO per node), request timeouts,
+                   metadata updater
     Metadata       versioned cache of the cluster (Cluster snapshots), await_update()
 
 Using the NetworkClient (what the producer's Sender, the consumer and the admin client do)::
@@ -29,10 +31,14 @@ Main entry points:
   max_in_flight_requests_per_connection, reconnect_backoff_ms/_max_ms,
   socket_connection_setup_timeout_ms/_max_ms, send_buffer_bytes, receive_buffer_bytes,
   connections_max_idle_ms, retry_backoff_ms/_max_ms, metadata_max_age_ms,
-  metadata_max_idle_ms, allow_auto_topic_creation, metadata_max_version=12, clock)``;
-  ``NetworkClient.from_config(mapping_of_dotted_kafka_settings, metadata)``.
+  metadata_max_idle_ms, allow_auto_topic_creation, metadata_max_version=12,
+  security_protocol="PLAINTEXT", ssl_context, sasl_mechanism, sasl_username, sasl_password,
+  sasl_oauthbearer_token_callback, clock)``;
+  ``NetworkClient.from_config(mapping_of_dotted_kafka_settings, metadata)`` (builds the TLS
+  context from the ``ssl.*`` settings with ``samsa.security.tls.client_ssl_context``).
 * ``ready(node, now)``, ``is_ready(node, now)``, ``connection_delay(node, now)``,
   ``connection_failed(node)``, ``send(ClientRequest, now)``, ``poll(timeout_ms, now)``,
+  ``authentication_error(node)`` (TLS/SASL failure of its last connection),
   ``least_loaded_node(now)``, ``pick_version(node, api_key, our_min, our_max)``,
   ``api_versions(node_id)``, ``in_flight_request_count(node_id=None)``,
   ``close_node(node_id)`` (= ``close(node_id)``), ``wakeup()`` (any thread), ``close()``.
@@ -48,7 +54,8 @@ Main entry points:
   after metadata.max.idle.ms), ``set_topics(topics)`` / ``need_all_topics`` (consumer),
   ``request_update()``, ``request_update_for_topic(topic)`` (both return the version for
   ``await_update(version, timeout_ms)``), ``topic_error(topic)``,
-  ``maybe_throw_for_topic(topic)`` (invalid or unauthorized topic -> fatal error),
+  ``maybe_throw_for_topic(topic)`` (invalid or unauthorized topic -> fatal error; a failed
+  authentication until an update succeeds), ``maybe_throw_any_exception()``,
   ``update_version``.  The client's updater keeps it fresh.
 * ``Cluster`` (immutable): ``nodes``, ``node_by_id``, ``partition(tp)``, ``leader_for(tp)``
   (None when unknown, including a leader id missing from the broker list),
@@ -72,6 +79,7 @@ from samsa.net.channel import (
     KafkaChannel,
     NetworkReceive,
     NetworkSend,
+    SslKafkaChannel,
 )
 from samsa.net.client import (
     ClientRequest,
@@ -92,6 +100,7 @@ __all__ = [
     "ConnectionState", "CorrelationIdMismatchError", "IdleConnectionClosed",
     "InFlightRequests", "InvalidReceiveError", "KafkaChannel", "Metadata", "NetworkClient",
     "NetworkReceive", "NetworkSend", "Node", "NodeApiVersions", "PartitionInfo", "Selector",
+    "SslKafkaChannel",
     "TopicPartition", "await_ready", "monotonic_ms", "parse_bootstrap_servers",
     "send_and_receive", "send_and_wait",
 ]
