@@ -233,6 +233,13 @@ def _security_settings(d: ConfigDef) -> None:
     d.define("connection.failed.authentication.delay.ms", Type.INT, 100, at_least(0),
              "Delay before a connection whose authentication failed is closed, to slow down "
              "clients that keep trying.")
+    d.define("authorizer.class.name", Type.STRING, "", None,
+             "ACL authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (Kafka's); "
+             "empty = every client may do everything.")
+    d.define("super.users", Type.STRING, None, None,
+             "Principals every ACL check allows, ';'-separated (User:admin;User:CN=ops,O=x).")
+    d.define("allow.everyone.if.no.acl.found", Type.BOOLEAN, False, None,
+             "Allow access to resources no ACL mentions (false: only what ACLs grant).")
     d.define("principal.builder.class", Type.STRING, None, None,
              "Accepted; principals are built as Kafka's DefaultKafkaPrincipalBuilder does.")
     d.define("ssl.keystore.type", Type.STRING, "JKS", None,

@@ -21,11 +21,14 @@ from samsa.protocol import (
     AlterUserScramCredentialsResponse,
     ApiKey,
     ApiVersionsResponse,
+    CreateAclsResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
+    DeleteAclsResponse,
     DeleteGroupsResponse,
     DeleteRecordsResponse,
     DeleteTopicsResponse,
+    DescribeAclsResponse,
     DescribeClusterResponse,
     DescribeConfigsResponse,
     DescribeGroupsResponse,
@@ -334,6 +337,14 @@ _BUILDERS: dict[int, Builder] = {int(key): build for key, build in {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
+    ApiKey.DESCRIBE_ACLS: lambda req, version, code: DescribeAclsResponse(
+        throttle_time_ms=0, error_code=code, error_message=None, resources=[]),
+    ApiKey.CREATE_ACLS: lambda req, version, code: CreateAclsResponse(
+        throttle_time_ms=0, results=[CreateAclsResponse.AclCreationResult(
+            error_code=code, error_message=None) for _ in req.creations]),
+    ApiKey.DELETE_ACLS: lambda req, version, code: DeleteAclsResponse(
+        throttle_time_ms=0, filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
+            error_code=code, error_message=None, matching_acls=[]) for _ in req.filters]),
     ApiKey.SASL_HANDSHAKE: lambda req, version, code: SaslHandshakeResponse(
         error_code=code, mechanisms=[]),
     ApiKey.SASL_AUTHENTICATE: lambda req, version, code: SaslAuthenticateResponse(

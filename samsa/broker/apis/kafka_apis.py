@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from samsa.broker.apis.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from samsa.broker.apis.alter_configs import handle_alter_configs
 from samsa.broker.apis.api_versions import (
     handle_api_versions,
@@ -100,6 +101,9 @@ HANDLERS: Mapping[ApiKey, Handler] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
     ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
 }
 assert set(HANDLERS) == set(SERVED), "every served API needs a handler and vice versa"
 

@@ -9,14 +9,17 @@ from typing import Any
 
 from samsa.broker.apis.context import BrokerNode
 from samsa.broker.apis.producer_ids import ProducerIdManager
+from samsa.broker.authorizer import Authorizer, authorizer_from_config
 from samsa.broker.config import BROKER_CONFIG
 from samsa.broker.dynamic_config import DynamicBrokerConfig
 from samsa.broker.group import GroupCoordinator
 from samsa.broker.log import Log, LogManager, TopicInfo
 from samsa.broker.log.config import resolve_broker_config
 from samsa.broker.purgatory import Purgatory
+from samsa.broker.request_channel import RequestContext
 from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from samsa.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +54,42 @@ class BrokerServices:
         self.dynamic = DynamicBrokerConfig(log_manager, self.config)
         # SCRAM users (Describe/AlterUserScramCredentials, KIP-554), kept in the data directory.
         self.scram_credentials = ScramCredentialStore(log_manager.data_dir)
+        # ACLs and their decisions; None without authorizer.class.name (everything allowed).
+        self.authorizer: Authorizer | None = authorizer_from_config(given, log_manager.data_dir)
         self.producer_ids = producer_ids
         self.fetch_purgatory = Purgatory("fetch")
         # Loads groups and offsets from __consumer_offsets; its appends wake parked fetches.
         self.groups = GroupCoordinator(log_manager, self.config,
                                        on_append=lambda t, p: self.fetch_purgatory
                                        .check_and_complete((t, p)))
+
+    # -- authorization (Kafka's AuthHelper) --------------------------------------------------------
+
+    def authorized(self, ctx: RequestContext, operation: AclOperation,
+                   resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+        """May the request's principal do ``operation`` on the resource?  Always, without an
+        authorizer."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(
+            ctx.principal, ctx.client_host, operation, resource_type, name)
+
+    def authorized_topics(self, ctx: RequestContext, operation: AclOperation,
+                          names: Any) -> set[str]:
+        """The topic names among ``names`` the principal may ``operation``."""
+        authorizer = self.authorizer
+        if authorizer is None:
+            return set(names)
+        return {n for n in names if authorizer.authorize(
+            ctx.principal, ctx.client_host, operation, ResourceType.TOPIC, n)}
+
+    def authorized_operations(self, ctx: RequestContext, resource_type: ResourceType,
+                              name: str, every: int) -> int:
+        """The authorized-operations bitfield; ``every`` (all supported) without an authorizer."""
+        authorizer = self.authorizer
+        if authorizer is None:
+            return every
+        return authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type,
+                                                name)
 
     # -- settings -------------------------------------------------------------------------------
 

@@ -58,6 +58,9 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     # followed by raw tokens (pre-KIP-152 clients).
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_ACLS: (0, 3),  # Kafka 3.9's range (4.0 dropped v0)
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
 })
 
 # Versions a request may actually carry; anything else closes the connection.
