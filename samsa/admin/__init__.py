@@ -11,7 +11,8 @@
 
 Modules: ``client`` (AdminClient: routing, retries, versions), ``messages`` (requests built
 per version and responses read into values), ``groups`` (the same for consumer groups),
-``scram`` (SCRAM users, KIP-554), ``types`` (NewTopic, TopicDescription, ...), ``errors``
+``scram`` (SCRAM users, KIP-554), ``acls`` (ACL requests and answers; the ACL values come
+from samsa.security.acl and are re-exported here), ``types`` (NewTopic, TopicDescription, ...), ``errors``
 (per-topic errors that say what to do), ``config`` (AdminConfig).
 """
 
@@ -39,12 +40,22 @@ from samsa.admin.types import (
     format_topic_id,
 )
 from samsa.net import Node, TopicPartition
+from samsa.security.acl import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 __all__ = [
-    "ADMIN_CONFIG", "AdminClient", "AdminConfig", "AlterConfigOp", "AlterConfigOpType", "ClusterDescription", "ConfigEntry",
+    "ADMIN_CONFIG", "CLUSTER_NAME", "AclBinding", "AclBindingFilter", "AclOperation",
+    "AclPermissionType", "AdminClient", "AdminConfig", "AlterConfigOp", "AlterConfigOpType", "ClusterDescription", "ConfigEntry",
     "ConfigResource", "ConfigResourceType", "ConfigSource", "CreatedTopic", "GroupDescription",
     "GroupListing", "MemberDescription", "NewPartitions",
-    "NewTopic", "Node", "PartitionDescription", "ScramCredentialInfo", "TopicDescription",
+    "NewTopic", "Node", "PartitionDescription", "PatternType", "ResourceType", "ScramCredentialInfo", "TopicDescription",
     "TopicPartition", "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
     "UserScramCredentialsDescription", "format_topic_id",
 ]

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from samsa.admin import acls as a
 from samsa.admin import configs as c
 from samsa.admin import groups as g
 from samsa.admin import messages as m
@@ -52,6 +53,7 @@ from samsa.admin.types import (
 from samsa.errors import (
     BrokerNotAvailableError,
     IllegalStateError,
+    InvalidRequestError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -73,6 +75,7 @@ from samsa.net import (
 from samsa.net.backoff import ExponentialBackoff
 from samsa.net.sync import send_and_wait
 from samsa.protocol import ApiKey, Message
+from samsa.security.acl import AclBinding, AclBindingFilter
 
 __all__ = ["AdminClient"]
 
@@ -85,6 +88,7 @@ V = TypeVar("V")
 
 _POLL_SLICE_MS = 200.0
 _MISSING: Any = object()
+_EVERY_ACL = AclBindingFilter()  # ANY / None everywhere: Java's AclBindingFilter.ANY
 
 # What each API is used for, for "not supported by this broker" errors.
 _API_PURPOSE: dict[int, str] = {
@@ -104,6 +108,9 @@ _API_PURPOSE: dict[int, str] = {
     ApiKey.OFFSET_FETCH: "fetching committed offsets",
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "describing SCRAM users",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "altering SCRAM users",
+    ApiKey.DESCRIBE_ACLS: "describing ACLs",
+    ApiKey.CREATE_ACLS: "creating ACLs",
+    ApiKey.DELETE_ACLS: "deleting ACLs",
 }
 
 
@@ -369,6 +376,75 @@ class AdminClient:
 
         return self._per_key(f"altering the SCRAM credentials of {users}", users, timeout_ms,
                              round_, _controller_retriable, raise_errors)
+
+    # -- ACLs (samsa/admin/acls.py) ----------------------------------------------------------
+
+    def create_acls(self, bindings: Iterable[AclBinding], *, timeout_ms: float | None = None,
+                    raise_errors: bool = True) -> dict[AclBinding, None | KafkaError]:
+        """Create ACLs (Java's Admin.createAcls); None per binding created.  Creating one that
+        exists succeeds; a binding listed twice is sent once.  A field left UNKNOWN, ANY or
+        MATCH is refused here with InvalidRequestError, as Java does; the broker refuses
+        other bad bindings (empty name, a principal without ``Type:``) with
+        InvalidRequestError and its message, and answers SecurityDisabledError without an
+        authorizer and ClusterAuthorizationFailedError without ALTER on the cluster."""
+        wanted = list(dict.fromkeys(bindings))
+        results: dict[AclBinding, None | KafkaError] = {}
+        sendable: list[AclBinding] = []
+        for binding in wanted:
+            problem = a.indefinite_field(binding)
+            if problem is None:
+                sendable.append(binding)
+            else:
+                results[binding] = InvalidRequestError(f"{problem} ACL binding: {binding}")
+
+        def round_(pending: list[AclBinding], deadline: float) -> Mapping[AclBinding, Any]:
+            # Any broker: KRaft brokers forward ACL changes to the controller themselves.
+            _, body = self._send(self._any_node(deadline), ApiKey.CREATE_ACLS,
+                                 a.min_version(b.pattern_type for b in pending), None, deadline,
+                                 lambda v: a.create_request(v, pending))
+            return a.parse_create(body, pending)
+
+        # Retrying a whole request after a lost answer is safe: creating an ACL twice is a no-op.
+        results.update(self._per_key(f"creating {len(sendable)} ACLs", sendable, timeout_ms,
+                                     round_, lambda e: False, raise_errors=False,
+                                     describe=lambda b: f"ACL {b}"))
+        return _settle({b: results[b] for b in wanted}, raise_errors)
+
+    def describe_acls(self, acl_filter: AclBindingFilter = _EVERY_ACL, *,
+                      timeout_ms: float | None = None) -> list[AclBinding]:
+        """The ACLs ``acl_filter`` selects (Java's Admin.describeAcls; the default filter
+        selects every ACL), in the broker's order.  A pattern type of MATCH selects every ACL
+        that applies to the named resource (literal, ``*`` and prefixes).  The broker's error
+        (SecurityDisabledError, ClusterAuthorizationFailedError, ...) is raised."""
+        unknown = a.unknown_filter_error(acl_filter)
+        if unknown is not None:
+            raise unknown
+
+        def attempt(deadline: float) -> list[AclBinding]:
+            _, body = self._send(self._any_node(deadline), ApiKey.DESCRIBE_ACLS,
+                                 a.min_version([acl_filter.pattern_type]), None, deadline,
+                                 lambda v: a.describe_request(v, acl_filter))
+            return a.parse_describe(body)
+
+        return self._retrying("describing ACLs", timeout_ms, attempt)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], *, timeout_ms: float | None = None,
+                    raise_errors: bool = True,
+                    ) -> dict[AclBindingFilter, list[AclBinding] | KafkaError]:
+        """Delete every ACL each filter selects (Java's Admin.deleteAcls); per filter the
+        ACLs it deleted (an empty list when it matched none).  A filter listed twice is sent
+        once.  The broker's per-filter errors are the filter's results."""
+        wanted = list(dict.fromkeys(filters))
+
+        def round_(pending: list[AclBindingFilter], deadline: float) -> Mapping[AclBindingFilter, Any]:
+            _, body = self._send(self._any_node(deadline), ApiKey.DELETE_ACLS,
+                                 a.min_version(f.pattern_type for f in pending), None, deadline,
+                                 lambda v: a.delete_request(v, pending))
+            return a.parse_delete(body, pending)
+
+        return self._per_key(f"deleting the ACLs of {len(wanted)} filters", wanted, timeout_ms,
+                             round_, lambda e: False, raise_errors,
+                             describe=lambda f: f"ACL filter {f}")
 
     def delete_records(self, offsets: Mapping[TopicPartition | tuple[str, int], int], *,
                        timeout_ms: float | None = None,
