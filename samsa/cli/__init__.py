@@ -21,6 +21,7 @@ _SUBCOMMANDS = [
     "samsa.cli.groups_cmd",
     "samsa.cli.perf_consume_cmd",
     "samsa.cli.users_cmd",
+    "samsa.cli.acls_cmd",
 ]
 
 
