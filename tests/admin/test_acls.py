@@ -3,11 +3,13 @@ samsa broker with Kafka's StandardAuthorizer configured; confluent-kafka reads w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AclBinding as ConfluentBinding
 from confluent_kafka.admin import AclBindingFilter as ConfluentFilter
 from confluent_kafka.admin import AclOperation as ConfluentOperation
 from confluent_kafka.admin import AclPermissionType as ConfluentPermission
@@ -25,7 +27,13 @@ from samsa.admin import (
     PatternType,
     ResourceType,
 )
-from samsa.admin.acls import parse_create, parse_delete, parse_describe
+from samsa.admin.acls import (
+    describe_request,
+    min_version,
+    parse_create,
+    parse_delete,
+    parse_describe,
+)
 from samsa.broker import Broker
 from samsa.errors import (
     ClusterAuthorizationFailedError,
@@ -33,10 +41,12 @@ from samsa.errors import (
     KafkaError,
     SecurityDisabledError,
     UnknownServerError,
+    UnsupportedVersionError,
 )
 from samsa.protocol import ApiKey, CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
 from tests.admin.conftest import FaultyApis
 from tests.support.broker import start_broker
+from tests.support.mock_cluster import MockCluster
 
 # The client is User:ANONYMOUS on the PLAINTEXT listener; with no ACL on the cluster it may
 # manage ACLs (allow.everyone.if.no.acl.found).
@@ -47,6 +57,7 @@ T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 Op = AclOperation
+EMPTY_NAME = "Invalid empty resource name|Resource name should not be empty"
 
 
 def acl(rtype: ResourceType, name: str, pattern: PatternType = LIT, principal: str = "User:alice",
@@ -132,7 +143,9 @@ def test_an_invalid_binding_fails_alone_with_the_reason(admin: AdminClient) -> N
     failed = {b: r for b, r in results.items() if r is not None}
     assert list(failed) == bindings[1:]
     assert all(isinstance(e, InvalidRequestError) for e in failed.values())
-    assert str(failed[empty_name]) == "INVALID_REQUEST (error code 42): Resource name should not be empty"
+    # The broker's own words (Kafka's AclApis says "Invalid empty resource name").
+    assert re.fullmatch(r"INVALID_REQUEST \(error code 42\): (Invalid empty resource name|Resource name should not "
+                        r"be empty)", str(failed[empty_name]))
     assert "Could not parse principal from `alice`" in str(failed[no_colon])
     assert "The only valid name for the CLUSTER resource is kafka-cluster" in str(failed[cluster_misnamed])
     assert "Resource type is ANY" in str(failed[any_type])
@@ -140,7 +153,7 @@ def test_an_invalid_binding_fails_alone_with_the_reason(admin: AdminClient) -> N
     assert described(admin) == {ALICE_READS_ORDERS}
 
     # raise_errors (the default): the first failure is raised, carrying all of them.
-    with pytest.raises(InvalidRequestError, match="Resource name should not be empty") as raised:
+    with pytest.raises(InvalidRequestError, match=EMPTY_NAME) as raised:
         admin.create_acls([ALICE_IN_GROUP, empty_name, no_colon])
     assert set(raised.value.errors) == {empty_name, no_colon}  # type: ignore[attr-defined]
     assert raised.value.results == {ALICE_IN_GROUP: None}  # type: ignore[attr-defined]
@@ -198,7 +211,7 @@ def test_acls_survive_a_restart(tmp_path: Path) -> None:
         assert described(admin) == set(SET[:-1])
 
 
-def test_confluent_kafka_reads_back_what_samsa_created(acl_broker: Broker, admin: AdminClient) -> None:
+def test_confluent_kafka_reads_back_what_samsa_created_and_the_other_way(acl_broker: Broker, admin: AdminClient) -> None:
     admin.create_acls(SET)
     confluent = ConfluentAdmin({"bootstrap.servers": acl_broker.bootstrap_servers})
     theirs = confluent.describe_acls(ConfluentFilter(
@@ -214,8 +227,27 @@ def test_confluent_kafka_reads_back_what_samsa_created(acl_broker: Broker, admin
     assert sorted((b.name, b.resource_pattern_type.name) for b in prefixed) == [
         ("ord", "PREFIXED"), ("orders", "LITERAL")]
 
+    # And the other way: what confluent-kafka creates, samsa reads.
+    carol = ConfluentBinding(ConfluentResourceType.GROUP, "audit", ConfluentPatternType.PREFIXED, "User:carol",
+                             "192.168.0.7", ConfluentOperation.DESCRIBE, ConfluentPermission.DENY)
+    for future in confluent.create_acls([carol]).values():
+        future.result(timeout=30)
+    assert described(admin, AclBindingFilter(principal="User:carol")) == {
+        acl(G, "audit", PRE, "User:carol", Op.DESCRIBE, DENY, "192.168.0.7")}
 
-# -- answers read back (no broker) ------------------------------------------------------------
+
+def test_a_broker_without_the_acl_apis_is_named() -> None:
+    # librdkafka's mock cluster serves none of DescribeAcls, CreateAcls and DeleteAcls.
+    with MockCluster(1) as cluster, AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        with pytest.raises(UnsupportedVersionError, match="describing ACLs is not supported by this broker"):
+            admin.describe_acls()
+        with pytest.raises(UnsupportedVersionError, match="the broker does not support CreateAcls"):
+            admin.create_acls([ALICE_READS_ORDERS])
+        with pytest.raises(UnsupportedVersionError, match="deleting ACLs is not supported"):
+            admin.delete_acls([AclBindingFilter()])
+
+
+# -- requests and answers (no broker) ------------------------------------------------------------
 
 
 def test_a_refused_describe_raises_the_brokers_error() -> None:
@@ -248,3 +280,10 @@ def test_answers_that_do_not_fit_the_request_are_errors() -> None:
     error = found[everything]
     assert isinstance(error, ClusterAuthorizationFailedError) and isinstance(error, KafkaError)
     assert "deleting ACL not yours: (pattern=ResourcePattern(resourceType=GROUP, name=billing" in str(error)
+
+
+def test_version_0_knows_only_literal_names() -> None:
+    assert min_version([LIT, PatternType.ANY]) == 0  # v0 reads ANY as LITERAL, as Java does
+    assert min_version([LIT, PRE]) == 1 and min_version([PatternType.MATCH]) == 1
+    assert describe_request(0, AclBindingFilter()).pattern_type_filter == LIT
+    assert describe_request(1, AclBindingFilter()).pattern_type_filter == PatternType.ANY
