@@ -7,8 +7,8 @@ plain values (samsa/admin/types.py).
 * Routing, as Java's KafkaAdminClient: CreateTopics, DeleteTopics and CreatePartitions go to
   the controller named by Metadata (any broker when it names none that is known, as KRaft
   brokers and librdkafka's mock do); DeleteRecords to each partition's leader; broker
-  configs to that broker; Metadata, DescribeCluster and topic configs to the least loaded
-  broker.
+  configs to that broker; Metadata, DescribeCluster, topic configs and the ACL calls
+  (samsa/admin/acls.py) to the least loaded broker.
 * Versions: the highest both the broker (ApiVersions) and samsa's codec support.  An API the
   broker does not serve at all raises UnsupportedVersionError saying so.
 * Time: every call has a time limit (``timeout_ms``, default ``default.api.timeout.ms``)
