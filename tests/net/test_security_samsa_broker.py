@@ -37,6 +37,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, files: TlsFiles) -> Iterato
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,"
                      "SSL://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_USERS,
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(files.broker_keystore),
@@ -117,7 +118,16 @@ def test_an_unknown_mechanism_names_the_enabled_ones(broker: Broker) -> None:
     security = {**sasl_plaintext(broker), "sasl.mechanism": "SCRAM-SHA-256",
                 "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                     'username="nobody" password="x";'}
-    with AdminClient(security) as admin, pytest.raises(SaslAuthenticationError):
+    with AdminClient(security) as admin, pytest.raises(
+            SaslAuthenticationError, match="does not enable SASL mechanism SCRAM-SHA-256; its enabled "
+                                           "mechanisms: PLAIN"):
+        admin.list_topics()
+
+
+def test_an_unknown_scram_user(broker: Broker, files: TlsFiles) -> None:
+    security = {**sasl_ssl(broker, files), "sasl.username": "nobody"}
+    with AdminClient(security) as admin, pytest.raises(
+            SaslAuthenticationError, match="SCRAM-SHA-512, user 'nobody'.*invalid credentials"):
         admin.list_topics()
 
 
