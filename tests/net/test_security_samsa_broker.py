@@ -154,3 +154,13 @@ def test_a_certificate_for_another_host_name(tmp_path: Path, files: TlsFiles) ->
         # With the host name check off the same broker is trusted.
         with AdminClient({**security, "ssl.endpoint.identification.algorithm": ""}) as admin:
             assert admin.list_topics() is not None
+
+
+def test_no_client_certificate_where_the_broker_requires_one(broker: Broker, files: TlsFiles) -> None:
+    security = {"bootstrap.servers": broker.bootstrap_servers_for("SSL"), "security.protocol": "SSL",
+                "ssl.ca.location": str(files.ca)}
+    with KafkaConsumer(security, group_id="no-cert") as consumer:
+        consumer.subscribe(["ssl-mutual"])
+        with pytest.raises(SslAuthenticationError, match=f"{broker.bootstrap_servers_for('SSL')}"):
+            for _ in range(100):
+                consumer.poll(0.5)
