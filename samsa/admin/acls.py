@@ -65,11 +65,11 @@ def indefinite_field(binding: AclBinding) -> str | None:
 def unknown_filter_error(acl_filter: AclBindingFilter) -> KafkaError | None:
     """InvalidRequestError for a filter with an UNKNOWN field (Java's describeAcls refuses it
     before sending); None otherwise."""
-    field = acl_filter.unknown_field()
-    if field is None:
+    problem = acl_filter.unknown_field()
+    if problem is None:
         return None
     return InvalidRequestError(f"the AclBindingFilter must not contain UNKNOWN elements "
-                               f"({field} is UNKNOWN): {acl_filter}")
+                               f"({problem}): {acl_filter}")
 
 
 def min_version(pattern_types: Iterable[PatternType]) -> int:

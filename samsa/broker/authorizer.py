@@ -201,5 +201,7 @@ def authorizer_from_config(config: Mapping[str, Any], data_dir: Path) -> Authori
                           f"{name!r} is not available; use {AUTHORIZER_CLASS_NAMES[0]} "
                           "(Kafka's ACL authorizer) or leave it empty")
     supers = [s.strip() for s in (config.get("super.users") or "").split(";") if s.strip()]
-    return Authorizer(AclStore(data_dir), supers,
-                      bool(config.get("allow.everyone.if.no.acl.found", False)))
+    allow = config.get("allow.everyone.if.no.acl.found", False)
+    if isinstance(allow, str):  # a plain dict of strings, as from a properties file
+        allow = allow.strip().lower() == "true"
+    return Authorizer(AclStore(data_dir), supers, bool(allow))

@@ -89,19 +89,20 @@ class AclBinding:
     permission: AclPermissionType
 
     def validation_error(self) -> str | None:
-        """Why Kafka refuses to create this binding (AclControlManager.validateNewAcl), or None."""
-        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
-            return f"Invalid resource type {_enum_name(self.resource_type)}"
-        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-            return f"Invalid pattern type {_enum_name(self.pattern_type)}"
-        if self.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
-            return f"Invalid operation type {_enum_name(self.operation)}"
-        if self.permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
-            return f"Invalid permission type {_enum_name(self.permission)}"
-        if not self.resource_name:
-            return "Resource name should not be empty"
+        """Why Kafka refuses to create this binding, or None: the checks of AclApis
+        (cluster name, empty name), then AclControlManager.validateNewAcl, with their texts."""
         if self.resource_type is ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
-            return "The only valid name for the CLUSTER resource is kafka-cluster"
+            return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+        if not self.resource_name:
+            return "Invalid empty resource name"
+        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+            return f"Invalid resourceType {_enum_name(self.resource_type)}"
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            return f"Invalid patternType {_enum_name(self.pattern_type)}"
+        if self.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+            return f"Invalid operation {_enum_name(self.operation)}"
+        if self.permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+            return f"Invalid permissionType {_enum_name(self.permission)}"
         if ":" not in self.principal:
             return f"Could not parse principal from `{self.principal}` (no colon is present " \
                    "separating the principal type from the principal name)"
@@ -136,10 +137,12 @@ class AclBindingFilter:
     permission: AclPermissionType = AclPermissionType.ANY
 
     def unknown_field(self) -> str | None:
-        """A field left UNKNOWN, which makes the filter invalid (Kafka's validateFilter)."""
-        for name in ("resource_type", "pattern_type", "operation", "permission"):
-            if getattr(self, name) == 0:
-                return name
+        """Kafka's refusal of a filter with an UNKNOWN part (AclControlManager.validateFilter),
+        or None."""
+        if self.resource_type == 0 or self.pattern_type == 0:
+            return "Unknown patternFilter."
+        if self.operation == 0 or self.permission == 0:
+            return "Unknown entryFilter."
         return None
 
     def matches(self, binding: AclBinding) -> bool:

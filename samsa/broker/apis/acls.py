@@ -63,7 +63,7 @@ def handle_describe_acls(services: BrokerServices, ctx: RequestContext) -> Descr
     unknown = acl_filter.unknown_field()
     if unknown is not None:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=InvalidRequestError.code,
-                                    error_message=f"The filter's {unknown} is UNKNOWN",
+                                    error_message=unknown,
                                     resources=[])
     groups: dict[tuple[int, str, int], list[AclBinding]] = {}
     for binding in authorizer.store.describe(acl_filter):
@@ -133,7 +133,7 @@ def handle_delete_acls(services: BrokerServices, ctx: RequestContext) -> DeleteA
         if unknown is not None:
             results.append(R.DeleteAclsFilterResult(
                 error_code=InvalidRequestError.code,
-                error_message=f"The filter's {unknown} is UNKNOWN", matching_acls=[]))
+                error_message=unknown, matching_acls=[]))
             continue
         matched = next(removed)
         for binding in matched:

@@ -40,5 +40,5 @@ def _alter(services: BrokerServices, resource: Any, validate_only: bool) -> None
 
 def handle_alter_configs(services: BrokerServices,
                          ctx: RequestContext) -> AlterConfigsResponse:
-    responses = alter_each_resource(services, ctx.body, "AlterConfigs", _alter, Result)
+    responses = alter_each_resource(services, ctx, "AlterConfigs", _alter, Result)
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)

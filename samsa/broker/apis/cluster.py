@@ -12,8 +12,14 @@ import enum
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import InvalidRequestError, MismatchedEndpointTypeError
+from samsa.errors import (
+    GroupAuthorizationFailedError,
+    InvalidRequestError,
+    MismatchedEndpointTypeError,
+    TransactionalIdAuthorizationFailedError,
+)
 from samsa.protocol import DescribeClusterResponse, FindCoordinatorResponse
+from samsa.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 BROKERS_ENDPOINT = 1
 
@@ -42,7 +48,8 @@ def handle_describe_cluster(services: BrokerServices,
         cluster_id=services.cluster_id, controller_id=node.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
             broker_id=node.node_id, host=host, port=port, rack=node.rack)],
-        cluster_authorized_operations=CLUSTER_OPERATIONS
+        cluster_authorized_operations=services.authorized_operations(
+            ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
         if req.include_cluster_authorized_operations else NOT_REQUESTED,
     )
 
@@ -57,15 +64,29 @@ def handle_find_coordinator(services: BrokerServices,
     error = 0 if supported else InvalidRequestError.code
     message = None if supported else f"coordinator key type {key_type} is not supported"
     node_host, node_port = node.address(ctx.listener)
-    host = node_host if supported else ""
-    port = node_port if supported else -1
+
+    def answer(key: str) -> tuple[int, str | None, int, str, int]:
+        """(error, message, node id, host, port) for one key."""
+        code, text = error, message
+        if supported:
+            # DESCRIBE on the group or transactional id (KafkaApis.handleFindCoordinatorRequest).
+            resource, denied = ((ResourceType.GROUP, GroupAuthorizationFailedError.code)
+                                if key_type == CoordinatorType.GROUP else
+                                (ResourceType.TRANSACTIONAL_ID,
+                                 TransactionalIdAuthorizationFailedError.code))
+            if not services.authorized(ctx, AclOperation.DESCRIBE, resource, key):
+                code, text = denied, None
+        if code:
+            return code, text, -1, "", -1
+        return 0, None, node.node_id, node_host, node_port
+
     if version < 4:
-        return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=error, error_message=message,
-            node_id=node.node_id if supported else -1, host=host, port=port)
-    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-        FindCoordinatorResponse.Coordinator(
-            key=key, node_id=node.node_id if supported else -1, host=host, port=port,
-            error_code=error, error_message=message)
-        for key in req.coordinator_keys
-    ])
+        code, text, node_id, host, port = answer(req.key)
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=text,
+                                       node_id=node_id, host=host, port=port)
+    coordinators = []
+    for key in req.coordinator_keys:
+        code, text, node_id, host, port = answer(key)
+        coordinators.append(FindCoordinatorResponse.Coordinator(
+            key=key, node_id=node_id, host=host, port=port, error_code=code, error_message=text))
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)

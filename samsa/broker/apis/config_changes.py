@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from samsa.broker.apis.authorization import config_resource_denied
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_configs import (
@@ -23,6 +24,7 @@ from samsa.broker.apis.topic_configs import (
     validate_topic_config_values,
 )
 from samsa.broker.dynamic_config import DEFAULT_LAYER, check_broker_config
+from samsa.broker.request_channel import RequestContext
 from samsa.errors import (
     InvalidConfigError,
     InvalidRequestError,
@@ -30,6 +32,7 @@ from samsa.errors import (
     UnknownTopicOrPartitionError,
 )
 from samsa.protocol.config_types import AlterConfigOpType, ConfigResourceType
+from samsa.security.acl import AclOperation
 
 TOPIC_RESOURCE = int(ConfigResourceType.TOPIC)
 BROKER_RESOURCE = int(ConfigResourceType.BROKER)
@@ -154,11 +157,12 @@ def unsupported_type(resource_type: int) -> KafkaError:
     return InvalidRequestError(f"Unknown resource type {resource_type}")
 
 
-def alter_each_resource(services: BrokerServices, request: Any, api_name: str,
+def alter_each_resource(services: BrokerServices, ctx: RequestContext, api_name: str,
                         alter: Callable[[BrokerServices, Any, bool], None],
                         result: Callable[..., Any]) -> list[Any]:
     """Run ``alter`` on every resource of an (Incremental)AlterConfigs request under
     ALTER_LOCK and answer each with its own error: one failing leaves the others applied."""
+    request = ctx.body
     duplicates = check_resources((r.resource_type, r.resource_name) for r in request.resources)
     validate_only = bool(request.validate_only)
     responses = []
@@ -167,6 +171,13 @@ def alter_each_resource(services: BrokerServices, request: Any, api_name: str,
         try:
             if (resource.resource_type, resource.resource_name) in duplicates:
                 raise InvalidRequestError("Each resource must appear at most once.")
+            denied = config_resource_denied(services, ctx, AclOperation.ALTER_CONFIGS,
+                                            resource.resource_type, resource.resource_name)
+            if denied:
+                responses.append(result(error_code=denied, error_message=None,
+                                        resource_type=resource.resource_type,
+                                        resource_name=resource.resource_name))
+                continue
             with ALTER_LOCK:
                 alter(services, resource, validate_only)
         except KafkaError as exc:

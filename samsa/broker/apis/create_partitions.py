@@ -13,9 +13,11 @@ from samsa.errors import (
     InvalidReplicaAssignmentError,
     InvalidRequestError,
     KafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from samsa.protocol import CreatePartitionsResponse
+from samsa.security.acl import AclOperation, ResourceType
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -59,6 +61,10 @@ def handle_create_partitions(services: BrokerServices,
                 answered.add(name)
                 results.append(Result(name=name, error_code=InvalidRequestError.code,
                                       error_message="Duplicate topic in request."))
+            continue
+        if not services.authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, name):
+            results.append(Result(name=name, error_code=TopicAuthorizationFailedError.code,
+                                  error_message=None))
             continue
         try:
             _grow(services, topic, bool(req.validate_only))

@@ -19,9 +19,11 @@ from samsa.errors import (
     InvalidTopicError,
     KafkaError,
     TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
 )
 from samsa.protocol import CreateTopicsResponse
 from samsa.protocol.schema import ZERO_UUID
+from samsa.security.acl import AclOperation, ResourceType
 
 TopicResult = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
@@ -80,8 +82,16 @@ def handle_create_topics(services: BrokerServices, ctx: RequestContext) -> Creat
     repeated = {name for name, k in counts.items() if k > 1}
     answered: set[str] = set()
     results = []
+    # CREATE on the cluster, else on each topic (Kafka's ControllerApis.createTopics).
+    may_create_all = services.authorized(ctx, AclOperation.CREATE, ResourceType.CLUSTER)
     for topic in req.topics:
         name = topic.name
+        if not may_create_all and name not in repeated and not services.authorized(
+                ctx, AclOperation.CREATE, ResourceType.TOPIC, name):
+            results.append(TopicResult(name=name, topic_id=ZERO_UUID,
+                                       error_code=TopicAuthorizationFailedError.code,
+                                       error_message="Authorization failed.", configs=None))
+            continue
         if name in repeated:
             if name in answered:
                 continue  # one result per repeated name
@@ -103,7 +113,8 @@ def handle_create_topics(services: BrokerServices, ctx: RequestContext) -> Creat
         result = TopicResult(name=name, topic_id=info.topic_id, error_code=0,
                              error_message=None, num_partitions=info.partitions,
                              replication_factor=1, configs=None)
-        if version >= 5:
+        if version >= 5 and services.authorized(ctx, AclOperation.DESCRIBE_CONFIGS,
+                                                ResourceType.TOPIC, name):
             result.configs = [
                 ConfigResult(name=e.name, value=e.value, read_only=e.read_only,
                              config_source=int(e.source), is_sensitive=e.sensitive)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import KafkaError, UnknownTopicOrPartitionError
+from samsa.errors import KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from samsa.protocol import DeleteRecordsResponse
+from samsa.security.acl import AclOperation
 
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
@@ -27,10 +28,18 @@ def _delete(services: BrokerServices, topic: str, index: int, offset: int) -> Pa
     return PartitionResult(partition_index=index, low_watermark=low, error_code=0)
 
 
+def _denied(index: int) -> PartitionResult:
+    return PartitionResult(partition_index=index, low_watermark=-1,
+                           error_code=TopicAuthorizationFailedError.code)
+
+
 def handle_delete_records(services: BrokerServices,
                           ctx: RequestContext) -> DeleteRecordsResponse:
+    deletable = services.authorized_topics(ctx, AclOperation.DELETE,
+                                           {t.name for t in ctx.body.topics})
     topics = [TopicResult(name=t.name,
                           partitions=[_delete(services, t.name, p.partition_index, p.offset)
+                                      if t.name in deletable else _denied(p.partition_index)
                                       for p in t.partitions])
               for t in ctx.body.topics]
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

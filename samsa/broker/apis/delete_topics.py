@@ -11,12 +11,14 @@ from samsa.broker.apis.services import BrokerServices, as_bool
 from samsa.errors import (
     InvalidRequestError,
     KafkaError,
+    TopicAuthorizationFailedError,
     TopicDeletionDisabledError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from samsa.protocol import DeleteTopicsResponse
 from samsa.protocol.schema import ZERO_UUID
+from samsa.security.acl import AclOperation, ResourceType
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -42,6 +44,8 @@ def handle_delete_topics(services: BrokerServices, ctx: RequestContext) -> Delet
     counts = Counter(name if name is not None else topic_id for name, topic_id in wanted)
     enabled = as_bool(services.config.get("delete.topic.enable", True))
     results: list[Result] = []
+    # DELETE on the cluster, else DELETE on each topic (Kafka's ControllerApis.deleteTopics).
+    may_delete_all = services.authorized(ctx, AclOperation.DELETE, ResourceType.CLUSTER)
     for name, topic_id in wanted:
         key = name if name is not None else topic_id
         if counts[key] > 1:
@@ -57,6 +61,12 @@ def handle_delete_topics(services: BrokerServices, ctx: RequestContext) -> Delet
                                       error_message=f"no topic has id {topic_id}"))
                 continue
             name = info.name
+        if not may_delete_all and not services.authorized(ctx, AclOperation.DELETE,
+                                                          ResourceType.TOPIC, name):
+            results.append(Result(name=name, topic_id=topic_id,
+                                  error_code=TopicAuthorizationFailedError.code,
+                                  error_message="Authorization failed."))
+            continue
         if not enabled:
             results.append(Result(name=name, topic_id=topic_id,
                                   error_code=TopicDeletionDisabledError.code,

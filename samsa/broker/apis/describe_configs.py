@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from samsa.broker.apis.authorization import config_resource_denied
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import HANDLER_DEFAULTS, BrokerServices
 from samsa.broker.apis.topic_configs import TOPIC_CONFIGS, ConfigSource, ConfigType
@@ -15,6 +16,7 @@ from samsa.broker.log import BROKER_DEFAULTS
 from samsa.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from samsa.protocol import DescribeConfigsResponse
 from samsa.protocol.config_types import ConfigResourceType
+from samsa.security.acl import AclOperation
 
 TOPIC_RESOURCE = int(ConfigResourceType.TOPIC)
 BROKER_RESOURCE = int(ConfigResourceType.BROKER)
@@ -173,7 +175,7 @@ def _result(version: int, entries: list[ConfigEntry], keys: list[str] | None,
     return out
 
 
-def _error(resource: Any, code: int, message: str) -> Result:
+def _error(resource: Any, code: int, message: str | None) -> Result:
     return Result(error_code=code, error_message=message,
                   resource_type=resource.resource_type,
                   resource_name=resource.resource_name,
@@ -189,6 +191,10 @@ def handle_describe_configs(services: BrokerServices,
     results = []
     for resource in req.resources:
         rtype, name = resource.resource_type, resource.resource_name
+        denied = config_resource_denied(services, ctx, AclOperation.DESCRIBE_CONFIGS, rtype, name)
+        if denied:
+            results.append(_error(resource, denied, None))
+            continue
         if rtype == TOPIC_RESOURCE:
             info = services.topic(name)
             if info is None:

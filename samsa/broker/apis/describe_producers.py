@@ -7,8 +7,9 @@ from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import UnknownTopicOrPartitionError
+from samsa.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from samsa.protocol import DescribeProducersResponse
+from samsa.security.acl import AclOperation
 
 TopicResult = DescribeProducersResponse.TopicResponse
 PartitionResult = DescribeProducersResponse.PartitionResponse
@@ -33,7 +34,12 @@ def _describe(services: BrokerServices, topic: str, index: int) -> Any:
 
 def handle_describe_producers(services: BrokerServices,
                               ctx: RequestContext) -> DescribeProducersResponse:
+    readable = services.authorized_topics(ctx, AclOperation.READ,
+                                          {t.name for t in ctx.body.topics})
     return DescribeProducersResponse(throttle_time_ms=0, topics=[
-        TopicResult(name=t.name, partitions=[_describe(services, t.name, p)
-                                             for p in t.partition_indexes])
+        TopicResult(name=t.name, partitions=[
+            _describe(services, t.name, p) if t.name in readable else PartitionResult(
+                partition_index=p, error_code=TopicAuthorizationFailedError.code,
+                error_message=None, active_producers=[])
+            for p in t.partition_indexes])
         for t in ctx.body.topics])

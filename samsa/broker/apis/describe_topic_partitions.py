@@ -20,10 +20,12 @@ from samsa.broker.apis.topic_names import is_internal, topic_name_problem
 from samsa.errors import (
     InvalidRequestError,
     InvalidTopicError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from samsa.protocol import DescribeTopicPartitionsResponse
 from samsa.protocol.schema import ZERO_UUID
+from samsa.security.acl import AclOperation, ResourceType
 
 Response = DescribeTopicPartitionsResponse
 TopicResult = Response.DescribeTopicPartitionsResponseTopic
@@ -48,6 +50,9 @@ def handle_describe_topic_partitions(services: BrokerServices,
     fetch_all = not req.topics
     candidates = services.logs.topics().keys() if fetch_all else [t.name for t in req.topics]
     names = sorted({n for n in candidates if n >= start_name})
+    describable = services.authorized_topics(ctx, AclOperation.DESCRIBE, names)
+    if fetch_all:  # topics the principal may not describe are left out, as from Metadata
+        names = [n for n in names if n in describable]
     if not fetch_all and cursor is not None and cursor.topic_name not in names:
         return _error_response(req, InvalidRequestError.code)
     if cursor is not None and cursor.partition_index < 0:
@@ -60,6 +65,11 @@ def handle_describe_topic_partitions(services: BrokerServices,
         if remaining == 0:
             next_cursor = Cursor(topic_name=name, partition_index=0)
             break
+        if name not in describable:  # named: refused, whether it exists or not
+            topics.append(TopicResult(error_code=TopicAuthorizationFailedError.code, name=name,
+                                      topic_id=ZERO_UUID, is_internal=is_internal(name),
+                                      partitions=[]))
+            continue
         info = services.topic(name)
         if info is None:
             if not fetch_all:
@@ -79,7 +89,8 @@ def handle_describe_topic_partitions(services: BrokerServices,
         # without an authorizer).
         topics.append(TopicResult(error_code=0, name=name, topic_id=info.topic_id,
                                   is_internal=is_internal(name), partitions=partitions,
-                                  topic_authorized_operations=TOPIC_OPERATIONS))
+                                  topic_authorized_operations=services.authorized_operations(
+                                      ctx, ResourceType.TOPIC, name, TOPIC_OPERATIONS)))
         if upper < info.partitions:
             next_cursor = Cursor(topic_name=name, partition_index=upper)
             break

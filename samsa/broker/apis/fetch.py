@@ -37,12 +37,14 @@ from samsa.errors import (
     KafkaError,
     KafkaStorageError,
     NotLeaderOrFollowerError,
+    TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
 from samsa.protocol import FetchResponse
+from samsa.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +86,10 @@ def _error_partition(partition: int, code: int) -> PartitionData:
 class FetchPlan:
     """One fetch request, ready to be (re)read against the logs."""
 
-    def __init__(self, services: BrokerServices, version: int, req: Any) -> None:
+    def __init__(self, services: BrokerServices, version: int, req: Any,
+                 unreadable: frozenset[str] = frozenset()) -> None:
         self.services = services
+        self.unreadable = unreadable  # topics the principal may not READ
         self.version = version
         self.max_wait_ms: int = req.max_wait_ms
         self.min_bytes: int = req.min_bytes
@@ -128,6 +132,8 @@ class FetchPlan:
 
     def _read_partition(self, p: PartitionFetch, remaining: int, min_one: bool) -> PartitionData:
         services = self.services
+        if self.unreadable and p.topic in self.unreadable:  # checked before existence, as Kafka
+            return _error_partition(p.partition, TopicAuthorizationFailedError.code)
         plog = services.get_log(p.topic, p.partition)
         if plog is None:
             return _error_partition(p.partition, UnknownTopicOrPartitionError.code)
@@ -244,7 +250,11 @@ def handle_fetch(services: BrokerServices, ctx: RequestContext) -> FetchResponse
     if session_error:
         return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0,
                              responses=[])
-    plan = FetchPlan(services, version, req)
+    unreadable: frozenset[str] = frozenset()
+    if services.authorizer is not None:
+        names = {t.topic for t in req.topics}
+        unreadable = frozenset(names - services.authorized_topics(ctx, AclOperation.READ, names))
+    plan = FetchPlan(services, version, req, unreadable)
     result = plan.read()
     if plan.max_wait_ms <= 0 or not plan.topics or plan.satisfied_by(result):
         return plan.response(result)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.metadata import NOT_REQUESTED
 from samsa.broker.apis.services import BrokerServices
+from samsa.errors import GroupAuthorizationFailedError
 from samsa.protocol import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     ListGroupsResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 # Without an authorizer every group operation is allowed: READ, DELETE, DESCRIBE (AclOperation
 # codes as bits).
@@ -24,6 +26,12 @@ def handle_describe_groups(services: BrokerServices,
     with_ops = version >= 3 and bool(req.include_authorized_operations)
     described = []
     for group_id in req.groups:
+        if not services.authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(DescribeGroupsResponse.DescribedGroup(
+                error_code=GroupAuthorizationFailedError.code, group_id=group_id,
+                group_state="", protocol_type="", protocol_data="", members=[],
+                authorized_operations=NOT_REQUESTED))
+            continue
         d = services.groups.describe_group(group_id)
         described.append(DescribeGroupsResponse.DescribedGroup(
             error_code=0, group_id=d.group_id, group_state=d.state,
@@ -34,7 +42,9 @@ def handle_describe_groups(services: BrokerServices,
                 member_assignment=assignment)
                 for member_id, instance_id, client_id, client_host, metadata, assignment
                 in d.members],
-            authorized_operations=GROUP_OPERATIONS if with_ops else NOT_REQUESTED))
+            authorized_operations=services.authorized_operations(
+                ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+            if with_ops else NOT_REQUESTED))
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 
@@ -44,6 +54,10 @@ def handle_list_groups(services: BrokerServices, ctx: RequestContext) -> ListGro
     states = req.states_filter if version >= 4 else []
     types = [t.lower() for t in req.types_filter] if version >= 5 else []
     groups = [] if types and CLASSIC not in types else services.groups.list_groups(states)
+    # DESCRIBE on the cluster lists every group; otherwise those the principal may describe.
+    if not services.authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        groups = [g for g in groups if services.authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
         ListGroupsResponse.ListedGroup(
             group_id=g.group_id, protocol_type=g.protocol_type,
@@ -54,7 +68,11 @@ def handle_list_groups(services: BrokerServices, ctx: RequestContext) -> ListGro
 
 def handle_delete_groups(services: BrokerServices, ctx: RequestContext) -> DeleteGroupsResponse:
     names = list(ctx.body.groups_names)
-    codes = services.groups.delete_groups(names)
+    allowed = [n for n in names
+               if services.authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, n)]
+    codes = iter(services.groups.delete_groups(allowed))
+    denied = GroupAuthorizationFailedError.code
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
-        DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=code)
-        for name, code in zip(names, codes, strict=True)])
+        DeleteGroupsResponse.DeletableGroupResult(
+            group_id=name, error_code=next(codes) if name in allowed else denied)
+        for name in names])

@@ -50,5 +50,5 @@ def _alter(services: BrokerServices, resource: Any, validate_only: bool) -> None
 
 def handle_incremental_alter_configs(services: BrokerServices,
                                      ctx: RequestContext) -> IncrementalAlterConfigsResponse:
-    responses = alter_each_resource(services, ctx.body, "IncrementalAlterConfigs", _alter, Result)
+    responses = alter_each_resource(services, ctx, "IncrementalAlterConfigs", _alter, Result)
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)

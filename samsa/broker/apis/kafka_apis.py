@@ -20,6 +20,7 @@ from samsa.broker.apis.api_versions import (
     handle_api_versions,
     unsupported_version_response,
 )
+from samsa.broker.apis.authorization import REQUEST_CHECKS
 from samsa.broker.apis.cluster import handle_describe_cluster, handle_find_coordinator
 from samsa.broker.apis.context import BrokerNode, RequestContext
 from samsa.broker.apis.create_partitions import handle_create_partitions
@@ -156,6 +157,12 @@ class KafkaApis:
             ctx.close_connection(f"API key {key} version {version} is not supported")
             return
         try:
+            if self.services.authorizer is not None and key in REQUEST_CHECKS:
+                denied = REQUEST_CHECKS[key](self.services, ctx)
+                if denied:
+                    log.info("%s from %s may not send %r", ctx.principal, ctx.client_host, ctx)
+                    ctx.respond(error_response(key, version, ctx.body, denied))
+                    return
             response = route[2](self.services, ctx)
             if response is not None:
                 ctx.respond(response)

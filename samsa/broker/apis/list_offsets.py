@@ -18,10 +18,12 @@ from samsa.broker.log import Log, TimestampAndOffset
 from samsa.errors import (
     InvalidRequestError,
     KafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
 from samsa.protocol import ListOffsetsResponse
+from samsa.security.acl import AclOperation
 
 LATEST = -1
 EARLIEST = -2
@@ -93,10 +95,15 @@ def handle_list_offsets(services: BrokerServices, ctx: RequestContext) -> ListOf
             key = (t.name, p.partition_index)
             counts[key] = counts.get(key, 0) + 1
     topics = []
+    describable = services.authorized_topics(ctx, AclOperation.DESCRIBE,
+                                             {t.name for t in req.topics})
     for t in req.topics:
         partitions = []
         for p in t.partitions:
-            if counts[(t.name, p.partition_index)] > 1 and version > 0:
+            if t.name not in describable:
+                partitions.append(PartitionResponse(partition_index=p.partition_index,
+                                                    error_code=TopicAuthorizationFailedError.code))
+            elif counts[(t.name, p.partition_index)] > 1 and version > 0:
                 # Kafka refuses partitions listed more than once.
                 partitions.append(PartitionResponse(partition_index=p.partition_index,
                                                     error_code=InvalidRequestError.code))

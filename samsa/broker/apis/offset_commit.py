@@ -15,8 +15,13 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.group import PartitionCommit
-from samsa.errors import UnknownTopicOrPartitionError, UnsupportedVersionError
+from samsa.errors import (
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+)
 from samsa.protocol import OffsetCommitResponse
+from samsa.security.acl import AclOperation
 
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
@@ -40,17 +45,22 @@ def handle_offset_commit(services: BrokerServices,
     req = ctx.body
     if version == 0:
         return _zookeeper_commit(services, req)
+    # READ on each topic (the group's READ was checked before, kafka_apis.REQUEST_CHECKS).
+    readable = services.authorized_topics(ctx, AclOperation.READ, {t.name for t in req.topics})
     commits = [
         PartitionCommit(t.name, p.partition_index, p.committed_offset,
                         p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata,
                         p.commit_timestamp if version == 1 else -1)
-        for t in req.topics for p in t.partitions
+        for t in req.topics if t.name in readable for p in t.partitions
     ]
     errors = iter(services.groups.commit_offsets(
         req.group_id, req.generation_id_or_member_epoch, req.member_id,
-        req.group_instance_id if version >= 7 else None, commits, api_version=version))
+        req.group_instance_id if version >= 7 else None, commits, api_version=version)
+        if commits else [])
+    denied = TopicAuthorizationFailedError.code
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         TopicResponse(name=t.name, partitions=[
-            PartitionResponse(partition_index=p.partition_index, error_code=next(errors))
+            PartitionResponse(partition_index=p.partition_index,
+                              error_code=next(errors) if t.name in readable else denied)
             for p in t.partitions])
         for t in req.topics])

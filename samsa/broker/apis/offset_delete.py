@@ -11,8 +11,9 @@ from typing import Any
 
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import UnknownTopicOrPartitionError
+from samsa.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from samsa.protocol import OffsetDeleteResponse
+from samsa.security.acl import AclOperation
 
 TopicResult = OffsetDeleteResponse.OffsetDeleteResponseTopic
 PartitionResult = OffsetDeleteResponse.OffsetDeleteResponsePartition
@@ -22,11 +23,14 @@ def handle_offset_delete(services: BrokerServices, ctx: RequestContext) -> Offse
     req = ctx.body
     errors: dict[tuple[str, int], int] = {}
     valid: list[tuple[str, int]] = []
+    readable = services.authorized_topics(ctx, AclOperation.READ, {t.name for t in req.topics})
     for topic in req.topics:
         info = services.topic(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
+            if topic.name not in readable:
+                errors[tp] = TopicAuthorizationFailedError.code
+            elif info is None or not 0 <= p.partition_index < info.partitions:
                 errors[tp] = UnknownTopicOrPartitionError.code
             else:
                 valid.append(tp)

@@ -17,22 +17,28 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.group import OffsetAndMetadata
-from samsa.errors import UnsupportedVersionError
+from samsa.errors import TopicAuthorizationFailedError, UnsupportedVersionError
 from samsa.protocol import OffsetFetchResponse
+from samsa.security.acl import AclOperation
 
 PartitionOffsets = list[tuple[int, OffsetAndMetadata | None]]
 
 
-def _lookup(services: BrokerServices, group_id: str,
-            topics: Any) -> tuple[int, list[tuple[str, PartitionOffsets]]]:
-    """(group error, [(topic, [(partition, committed or None)])]) in request order."""
+def _lookup(services: BrokerServices, ctx: RequestContext, group_id: str,
+            topics: Any) -> tuple[int, list[tuple[str, PartitionOffsets, int]]]:
+    """(group error, [(topic, [(partition, committed or None)], topic error)]) in request
+    order.  Topics the principal may not DESCRIBE: named ones get TOPIC_AUTHORIZATION_FAILED,
+    and an all-partitions request leaves them out (Kafka's handleOffsetFetchRequest)."""
     wanted = None if topics is None else [
         (t.name, p) for t in topics for p in t.partition_indexes]
     error, found = services.groups.fetch_offsets(group_id, wanted)
     by_topic: dict[str, PartitionOffsets] = {}
     for (topic, partition), committed in found.items():
         by_topic.setdefault(topic, []).append((partition, committed))
-    return error, list(by_topic.items())
+    visible = services.authorized_topics(ctx, AclOperation.DESCRIBE, by_topic)
+    denied = TopicAuthorizationFailedError.code
+    return error, [(name, parts, 0 if name in visible else denied)
+                   for name, parts in by_topic.items() if name in visible or topics is not None]
 
 
 def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> OffsetFetchResponse:
@@ -41,16 +47,18 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
     if version >= 8:
         groups = []
         for g in req.groups:
-            error, topics = _lookup(services, g.group_id, g.topics)
+            error, topics = _lookup(services, ctx, g.group_id, g.topics)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=error, topics=[
                     OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                         OffsetFetchResponse.OffsetFetchResponsePartitions(
-                            partition_index=p, committed_offset=c.offset if c else -1,
-                            committed_leader_epoch=c.leader_epoch if c else -1,
-                            metadata=c.metadata if c else "", error_code=0)
+                            partition_index=p,
+                            committed_offset=c.offset if c and not code else -1,
+                            committed_leader_epoch=c.leader_epoch if c and not code else -1,
+                            metadata=c.metadata if c and not code else "",
+                            error_code=code)
                         for p, c in parts])
-                    for name, parts in topics]))
+                    for name, parts, code in topics]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     if version == 0:
         return OffsetFetchResponse(topics=[
@@ -61,13 +69,14 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
                 for p in t.partition_indexes])
             for t in req.topics or []])
     topics_requested = req.topics if version >= 2 else (req.topics or [])
-    error, topics = _lookup(services, req.group_id, topics_requested)
+    error, topics = _lookup(services, ctx, req.group_id, topics_requested)
     return OffsetFetchResponse(
         throttle_time_ms=0, error_code=error if version >= 2 else 0, topics=[
             OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
                 OffsetFetchResponse.OffsetFetchResponsePartition(
-                    partition_index=p, committed_offset=c.offset if c else -1,
-                    committed_leader_epoch=(c.leader_epoch if c else -1) if version >= 5 else -1,
-                    metadata=c.metadata if c else "", error_code=0)
+                    partition_index=p, committed_offset=c.offset if c and not code else -1,
+                    committed_leader_epoch=(c.leader_epoch if c and not code else -1)
+                    if version >= 5 else -1,
+                    metadata=c.metadata if c and not code else "", error_code=code)
                 for p, c in parts])
-            for name, parts in topics])
+            for name, parts, code in topics])

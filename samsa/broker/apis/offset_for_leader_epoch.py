@@ -9,8 +9,9 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.fetch import leader_epoch_error
 from samsa.broker.apis.services import BrokerServices
-from samsa.errors import UnknownTopicOrPartitionError
+from samsa.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from samsa.protocol import OffsetForLeaderEpochResponse
+from samsa.security.acl import AclOperation
 
 TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
@@ -38,7 +39,13 @@ def _end_offset(services: BrokerServices, topic: str, p: Any) -> EpochEndOffset:
 
 def handle_offset_for_leader_epoch(services: BrokerServices,
                                    ctx: RequestContext) -> OffsetForLeaderEpochResponse:
-    topics = [TopicResult(topic=t.topic,
-                          partitions=[_end_offset(services, t.topic, p) for p in t.partitions])
-              for t in ctx.body.topics]
+    # DESCRIBE on each topic (a consumer; replicas would need CLUSTER_ACTION, none exist here).
+    describable = services.authorized_topics(ctx, AclOperation.DESCRIBE,
+                                             {t.topic for t in ctx.body.topics})
+    denied = TopicAuthorizationFailedError.code
+    topics = [TopicResult(topic=t.topic, partitions=[
+        _end_offset(services, t.topic, p) if t.topic in describable else
+        EpochEndOffset(error_code=denied, partition=p.partition, leader_epoch=-1, end_offset=-1)
+        for p in t.partitions])
+        for t in ctx.body.topics]
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -25,6 +25,7 @@ from samsa.errors import (
     InvalidRequiredAcksError,
     InvalidTxnStateError,
     KafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
 )
@@ -42,6 +43,7 @@ from samsa.records.batch_header import (
     read_produce_check_fields,
 )
 from samsa.records.conversion import is_legacy_message_set
+from samsa.security.acl import AclOperation, ResourceType
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -146,7 +148,13 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
         # the answer comes from a template (produce_response.py).
         name = topics[0].name
         data = topics[0].partition_data[0]
-        result = _append(services, name, data.index, data.records, transactional, now, version)
+        if services.authorizer is not None and not services.authorized(
+                ctx, AclOperation.WRITE, ResourceType.TOPIC, name):
+            result: AppendResult | PartitionResponse = _failed(
+                data.index, TopicAuthorizationFailedError.code, None)
+        else:
+            result = _append(services, name, data.index, data.records, transactional, now,
+                             version)
         if not isinstance(result, PartitionResponse):
             services.fetch_purgatory.check_and_complete((name, data.index))
             ctx.respond_frame([success_frame(
@@ -158,10 +166,15 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
     responses: list[TopicResponse] = []
     appended: list[tuple[str, int]] = []
     failed = False
+    # WRITE on each topic, checked before the topic's existence (KafkaApis.handleProduceRequest).
+    writable = services.authorized_topics(ctx, AclOperation.WRITE,
+                                          {topic.name for topic in req.topic_data})
     for topic in req.topic_data:
         partitions = []
         for data in topic.partition_data:
-            if acks not in (-1, 0, 1):
+            if topic.name not in writable:
+                response = _failed(data.index, TopicAuthorizationFailedError.code, None)
+            elif acks not in (-1, 0, 1):
                 response = _failed(data.index, InvalidRequiredAcksError.code,
                                    f"acks must be -1 (all), 0 or 1, not {acks}")
             else:

@@ -88,8 +88,8 @@ class BrokerServices:
         authorizer = self.authorizer
         if authorizer is None:
             return every
-        return authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type,
-                                                name)
+        return every & authorizer.authorized_operations(ctx.principal, ctx.client_host,
+                                                        resource_type, name)
 
     # -- settings -------------------------------------------------------------------------------
 
