@@ -176,3 +176,12 @@ def test_ssl_protocols_get_a_context_with_the_systems_cas_by_default() -> None:
     finally:
         client.close()
     assert client_ssl_context({}).verify_mode == ssl.CERT_REQUIRED
+
+
+def test_a_bad_trust_store_fails_when_the_client_is_built(tmp_path: Path) -> None:
+    from samsa.errors import ConfigError
+    from samsa.producer.producer import KafkaProducer
+
+    with pytest.raises(ConfigError, match="'ssl.truststore.location': cannot load CA certificates"):
+        KafkaProducer(bootstrap_servers="127.0.0.1:9", security_protocol="SSL",
+                      ssl_ca_location=str(tmp_path / "missing.pem"))
