@@ -40,6 +40,8 @@ from samsa.broker.network.probe import api_versions_probe
 from samsa.broker.node import BrokerNode
 from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.errors import ConfigError
+from samsa.security.jaas import parse_jaas_config
+from samsa.security.oauthbearer import UnsecuredValidatorOptions
 
 __all__ = ["DEFAULT_HOST", "Broker"]
 
@@ -141,6 +143,15 @@ class Broker:
                 users = plain_users(jaas, setting)
             except ValueError as exc:
                 raise ConfigError(setting, str(exc)) from None
+        oauth = UnsecuredValidatorOptions()
+        if "OAUTHBEARER" in mechanisms:
+            setting = f"listener.name.{name.lower()}.oauthbearer.sasl.jaas.config"
+            jaas = config.jaas_config(name, "OAUTHBEARER")
+            try:
+                options = parse_jaas_config(jaas, setting).options if jaas else {}
+                oauth = UnsecuredValidatorOptions.from_jaas_options(options)
+            except ValueError as exc:
+                raise ConfigError(setting, str(exc)) from None
         store = self._scram_store()
         return SaslListenerSettings(
             listener=name, mechanisms=mechanisms, plain_users=users,
@@ -149,7 +160,8 @@ class Broker:
                        for m in mechanisms},
             failed_delay_ms=int(config.listener_value(
                 name, "connection.failed.authentication.delay.ms")),
-            max_receive_bytes=int(config.listener_value(name, "sasl.server.max.receive.size")))
+            max_receive_bytes=int(config.listener_value(name, "sasl.server.max.receive.size")),
+            oauthbearer=oauth)
 
     def _scram_store(self) -> ScramCredentialStore:
         # The handlers' store, so that users AlterUserScramCredentials adds can log in at once.

@@ -31,6 +31,12 @@ from typing import Any
 from samsa.errors import SaslAuthenticationFailedError
 from samsa.protocol import APIS, ApiKey
 from samsa.security.jaas import parse_jaas_config
+from samsa.security.oauthbearer import (
+    OAuthBearerValidationError,
+    UnsecuredValidatorOptions,
+    parse_client_initial_response,
+    validate_unsecured_token,
+)
 from samsa.security.plain import plain_authenticate
 from samsa.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from samsa.security.scram import ScramCredential, ScramMechanism, ScramServer
@@ -40,7 +46,7 @@ __all__ = ["AuthOutcome", "SaslAuthenticator", "SaslListenerSettings", "plain_us
 log = logging.getLogger("samsa.broker.network")
 
 ANONYMOUS = "User:ANONYMOUS"
-SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _UNSUPPORTED_SASL_MECHANISM = 33
 _ILLEGAL_SASL_STATE = 34
 _SASL_AUTHENTICATION_FAILED = 58
@@ -66,6 +72,7 @@ class SaslListenerSettings:
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
     scram_credential: Callable[[str, ScramMechanism], ScramCredential | None] | None = None
     reauth_ms: Mapping[str, int] = field(default_factory=dict)  # per mechanism; 0 = never
+    oauthbearer: UnsecuredValidatorOptions = field(default_factory=UnsecuredValidatorOptions)
     failed_delay_ms: int = 100
     max_receive_bytes: int = 524_288
 
@@ -99,6 +106,7 @@ class SaslAuthenticator:
         self._mechanism: str | None = None
         self._scram: ScramServer | None = None
         self._raw_tokens = False  # SaslHandshake v0: tokens come without Kafka headers
+        self._oauth_challenge: str | None = None  # OAUTHBEARER: the JSON error sent to the client
         self._supports_reauth = False
         self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
         self.principal = ANONYMOUS
@@ -170,6 +178,7 @@ class SaslAuthenticator:
                                   error_code=_UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
         self._mechanism = mechanism
         self._scram = None
+        self._oauth_challenge = None
         scram = SCRAM_MECHANISMS.get(mechanism)
         if scram is not None:
             lookup = self._settings.scram_credential
@@ -182,28 +191,34 @@ class SaslAuthenticator:
     def _authenticate(self, token: bytes, *, framed: bool) -> AuthOutcome:
         mechanism = self._mechanism or ""
         scram = self._scram
+        expires_ms: int | None = None  # the credential's own expiry (OAUTHBEARER tokens)
+        user: str | None = None
         try:
-            if scram is None:
+            if mechanism == "OAUTHBEARER":
+                step = self._oauthbearer(token)
+                if isinstance(step, bytes):
+                    return self._reply(step, framed, lifetime_ms=0)
+                user, expires_ms = step
+                reply = b""
+            elif scram is None:
                 user = plain_authenticate(token, self._settings.plain_users.get)
                 reply = b""
-                done = True
             elif scram.username is None:
-                reply = scram.server_first(token)
-                done = False
+                return self._reply(scram.server_first(token), framed, lifetime_ms=0)
             else:
                 reply = scram.server_final(token)
                 user = scram.username
-                done = True
         except SaslAuthenticationFailedError as exc:
-            user_name = scram.username if scram is not None else _plain_user(token)
-            # SCRAM failures get Kafka's generic text (it must not tell whether the user
-            # exists); PLAIN's texts are Kafka's PlainSaslServer messages.
+            user_name = scram.username if scram is not None else _plain_user(token, mechanism)
+            # SCRAM and OAUTHBEARER failures get Kafka's generic text (it must not tell whether
+            # the user exists); PLAIN's texts are Kafka's PlainSaslServer messages.
             again = "re-authentication" if self._previous else "authentication"
-            text = (f"Authentication failed during {again} due to invalid credentials with SASL "
-                    f"mechanism {mechanism}") if scram is not None else str(exc)
+            text = str(exc) if mechanism == "PLAIN" else (
+                f"Authentication failed during {again} due to invalid credentials with SASL "
+                f"mechanism {mechanism}")
+            if exc.args and str(exc.args[0]).startswith("{"):
+                text = str(exc.args[0])  # OAUTHBEARER after its challenge: the JSON itself
             return self._fail(text, user=user_name, detail=str(exc), framed=framed)
-        if not done:
-            return self._reply(reply, framed, lifetime_ms=0)
         principal = f"User:{user}"
         if self._previous is not None and self._previous[1] != principal:
             prev = self._previous[1].partition(":")
@@ -214,12 +229,43 @@ class SaslAuthenticator:
         self._state = _State.COMPLETE
         self._raw_tokens = False
         self._previous = None
-        lifetime_ms = self._settings.reauth_ms.get(mechanism, 0)
+        lifetime_ms = self._session_lifetime_ms(mechanism, expires_ms)
         self.session_expires_at = (time.monotonic() + lifetime_ms / 1000.0
                                    if lifetime_ms > 0 else None)
         log.debug("%s authenticated as %s with %s on %s", self._client_host, principal,
                   mechanism, self._settings.listener)
         return self._reply(reply, framed, lifetime_ms)
+
+    def _oauthbearer(self, token: bytes) -> bytes | tuple[str, int]:
+        """One OAUTHBEARER step: a JSON challenge to send (the token was refused), or the
+        token's (principal, expiry ms)."""
+        if self._oauth_challenge is not None:
+            # The client acknowledged the challenge (RFC 7628 §3.2.3): now fail with it.
+            raise SaslAuthenticationFailedError(self._oauth_challenge)
+        try:
+            value, authzid, _extensions = parse_client_initial_response(token)
+        except ValueError as exc:
+            raise SaslAuthenticationFailedError(f"invalid OAUTHBEARER initial response: {exc}"
+                                                ) from None
+        try:
+            checked = validate_unsecured_token(value, self._settings.oauthbearer)
+        except OAuthBearerValidationError as exc:
+            log.info("OAUTHBEARER token from %s refused: %s", self._client_host, exc)
+            self._oauth_challenge = exc.challenge
+            return exc.challenge.encode()
+        if authzid and authzid != checked.principal:
+            raise SaslAuthenticationFailedError(
+                f"the authorization id {authzid!r} is not the token's principal")
+        return checked.principal, checked.lifetime_ms
+
+    def _session_lifetime_ms(self, mechanism: str, expires_ms: int | None) -> int:
+        """Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs: the smaller of
+        connections.max.reauth.ms and the credential's remaining life (0 = no limit)."""
+        max_reauth = self._settings.reauth_ms.get(mechanism, 0)
+        if expires_ms is None:
+            return max(max_reauth, 0)
+        remaining = max(expires_ms - int(time.time() * 1000), 1)
+        return min(remaining, max_reauth) if max_reauth > 0 else remaining
 
     def _reply(self, token: bytes, framed: bool, lifetime_ms: int) -> AuthOutcome:
         if not framed:
@@ -241,6 +287,8 @@ class SaslAuthenticator:
         return AuthOutcome(response, close=message, delayed=respond)
 
 
-def _plain_user(token: bytes) -> str | None:
+def _plain_user(token: bytes, mechanism: str) -> str | None:
+    if mechanism != "PLAIN":
+        return None
     parts = token.split(b"\0")
     return parts[1].decode("utf-8", "replace") if len(parts) == 3 and parts[1] else None

@@ -23,6 +23,7 @@ from samsa.protocol import (
     decode_response,
     encode_request,
 )
+from samsa.security.oauthbearer import client_initial_response, unsecured_token
 from samsa.security.plain import plain_client_token
 from samsa.security.scram import SCRAM_SHA_512, ScramClient
 from tests.support.broker import start_broker
@@ -37,12 +38,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     add_scram_users(data)
     config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0,REAUTH://127.0.0.1:0",
               "listener.security.protocol.map": "REAUTH:SASL_PLAINTEXT",
-              "listener.name.reauth.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
               "listener.name.reauth.plain.sasl.jaas.config":
                   sasl_config()["listener.name.sasl_plaintext.plain.sasl.jaas.config"],
               "listener.name.reauth.connections.max.reauth.ms": 1500,
               "listener.name.reauth.connection.failed.authentication.delay.ms": 0,
-              **sasl_config()}
+              **sasl_config(mechanisms="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"),
+              "listener.name.reauth.oauthbearer.sasl.jaas.config":
+                  "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                  'unsecuredValidatorRequiredScope="kafka";',
+              "listener.name.reauth.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512,OAUTHBEARER"}
     with start_broker(data, config) as b:
         yield b
 
@@ -117,7 +121,7 @@ def test_api_versions_then_handshake_lists_the_enabled_mechanisms(wire: Wire) ->
     assert ranges[ApiKey.SASL_HANDSHAKE] == (0, 1) and ranges[ApiKey.SASL_AUTHENTICATE] == (0, 2)
     response = wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
     assert response.error_code == 0
-    assert response.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    assert response.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 
 
 def test_any_other_request_before_authentication_closes_the_connection(wire: Wire) -> None:
@@ -161,7 +165,7 @@ def test_wrong_plain_password_gets_kafkas_error_then_the_connection_closes(
 def test_an_unknown_mechanism_gets_the_enabled_list_then_a_close(wire: Wire) -> None:
     response = wire.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
     assert response.error_code == 33  # UNSUPPORTED_SASL_MECHANISM
-    assert response.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    assert response.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
     assert wire.closed_by_broker()
 
 
@@ -245,6 +249,39 @@ def test_reauthentication_must_keep_the_mechanism(broker: Broker) -> None:
         assert _plain(w).error_code == 0
         response = w.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1)
         assert response.error_code == 33
+        assert w.closed_by_broker()
+    finally:
+        w.close()
+
+
+def test_oauthbearer_success_gives_the_tokens_remaining_life(broker: Broker) -> None:
+    w = Wire(_address(broker, "REAUTH"))
+    try:
+        assert w.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
+        token = unsecured_token("erin", lifetime_s=600, scopes=("kafka",))
+        response = w.call(SaslAuthenticateRequest(
+            auth_bytes=client_initial_response(token.value)), 2)
+        assert (response.error_code, response.auth_bytes) == (0, b"")
+        # connections.max.reauth.ms (1500 here) is shorter than the token's 600 s.
+        assert response.session_lifetime_ms == 1500
+        assert w.call(MetadataRequest(topics=None), 4).brokers
+    finally:
+        w.close()
+
+
+def test_a_refused_oauthbearer_token_gets_the_json_challenge_then_the_error(
+        broker: Broker) -> None:
+    w = Wire(_address(broker, "REAUTH"))
+    try:
+        assert w.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
+        token = unsecured_token("erin", scopes=("other",))  # the listener requires "kafka"
+        challenge = w.call(SaslAuthenticateRequest(
+            auth_bytes=client_initial_response(token.value)), 2)
+        assert challenge.error_code == 0
+        assert challenge.auth_bytes == b'{"status":"insufficient_scope","scope":"kafka"}'
+        final = w.call(SaslAuthenticateRequest(auth_bytes=b"\x01"), 2)
+        assert final.error_code == 58
+        assert final.error_message == '{"status":"insufficient_scope","scope":"kafka"}'
         assert w.closed_by_broker()
     finally:
         w.close()

@@ -33,7 +33,8 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
               "listener.name.plainonly.plain.sasl.jaas.config":
                   'org.apache.kafka.common.security.plain.PlainLoginModule required '
                   'user_alice="alice-secret";',
-              "num.partitions": 3, **sasl_config()}
+              "num.partitions": 3,
+              **sasl_config(mechanisms="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER")}
     with start_broker(data, config) as broker:
         yield broker
 
@@ -233,3 +234,14 @@ def test_scram_users_added_at_run_time_log_in_at_once(sasl_broker: Broker,
     got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
                                 _sasl("SCRAM-SHA-256", "dave", "dave-secret"), 100)
     assert sorted(got) == _values(100)
+
+
+def test_confluent_kafka_with_an_unsecured_oauthbearer_token(sasl_broker: Broker) -> None:
+    """librdkafka's unsecured JWT (enable.sasl.oauthbearer.unsecure.jwt), checked by the
+    broker's unsecured validator (Kafka's OAuthBearerUnsecuredValidatorCallbackHandler)."""
+    settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                "enable.sasl.oauthbearer.unsecure.jwt": True,
+                "sasl.oauthbearer.config": "principal=erin lifeSeconds=600"}
+    got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"), settings,
+                                1000)
+    assert sorted(got) == _values(1000)
