@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from samsa.cli import main
+from samsa.cli.client_options import command_config_option
 from samsa.cli.topics_cmd import _admin
 
 BOOTSTRAP_HELP = "host:port of a broker (a comma-separated list is fine)."
@@ -132,6 +133,7 @@ def _describe(admin: Any, resources: list[Any], show_all: bool) -> None:
               help="Settings to remove (back to their defaults), comma-separated.")
 @click.option("--admin-property", "-X", "admin_properties", multiple=True, metavar="K=V",
               help="An admin client setting, e.g. request.timeout.ms=5000.")
+@command_config_option()
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
               show_default=True, help="Seconds to wait for the cluster.")
 def configs_cmd(bootstrap_server: str, entity_type: str, entity_names: tuple[str, ...],

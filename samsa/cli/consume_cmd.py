@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import click
 
 from samsa.cli import main
-from samsa.cli.produce_cmd import parse_properties
+from samsa.cli.client_options import client_settings, command_config_option, parse_pairs
 from samsa.errors import KafkaError
 
 # --property names that shape the output rather than configure the consumer.
@@ -108,6 +108,7 @@ def _parse_offset(text: str | None) -> int | str | None:
                    "line.separator, null.literal; other names are consumer settings.")
 @click.option("--consumer-property", "-X", "consumer_properties", multiple=True, metavar="K=V",
               help="A consumer setting, e.g. isolation.level=read_committed.")
+@command_config_option("--consumer.config")
 @click.option("--timeout-ms", type=int, default=None, help="Exit when no record arrives for this long.")
 def consume_cmd(
     bootstrap_server: str,
@@ -138,9 +139,9 @@ def consume_cmd(
     if key_separator == "":
         raise click.BadParameter("must not be empty", param_hint="--key-separator")
 
-    props = parse_properties(properties, "--property")
+    props = parse_pairs(properties, "--property")
     config: dict[str, Any] = {k: v for k, v in props.items() if k not in FORMATTER_PROPERTIES}
-    config.update(parse_properties(consumer_properties, "--consumer-property"))
+    config.update(client_settings(consumer_properties, "--consumer-property"))
     config["bootstrap.servers"] = bootstrap_server
     config.setdefault("auto.offset.reset", "earliest" if from_beginning or offset == "earliest" else "latest")
     if group is not None:

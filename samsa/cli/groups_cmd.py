@@ -96,11 +96,11 @@ def _log_end_offsets(bootstrap_server: str, admin_properties: tuple[str, ...], t
     """ListOffsets(latest) through a group-less consumer (the admin client has no list_offsets)."""
     if not partitions:
         return {}
-    from samsa.cli.topics_cmd import _parse_pairs
+    from samsa.cli.client_options import client_settings
     from samsa.consumer import KafkaConsumer
     from samsa.net.client_config import COMMON_CLIENT_SETTINGS
 
-    config: dict[str, Any] = _parse_pairs(admin_properties, "--admin-property")
+    config = client_settings(admin_properties, "--admin-property")
     # The admin settings a consumer has too: those every client shares.
     common = {entry.name for entry in COMMON_CLIENT_SETTINGS}
     config = {k: v for k, v in config.items() if k.replace("_", ".") in common}

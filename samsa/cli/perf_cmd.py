@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import click
 
 from samsa.cli import main
-from samsa.cli.produce_cmd import parse_properties
+from samsa.cli.client_options import client_settings, command_config_option
 from samsa.errors import KafkaError
 
 REPORT_INTERVAL_S = 5.0
@@ -140,6 +140,7 @@ def make_payload(record_size: int) -> bytes:
               help="Maximum records/s (-1: as fast as possible).")
 @click.option("--producer-property", "-X", "producer_properties", multiple=True, metavar="K=V",
               help="A producer setting, e.g. acks=1, linger.ms=10, compression.type=lz4.")
+@command_config_option("--producer.config")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON.")
 def perf_produce(
     bootstrap_server: str,
@@ -155,7 +156,7 @@ def perf_produce(
 
     if num_records <= 0 or record_size < 0:
         raise click.BadParameter("--num-records must be > 0 and --record-size >= 0")
-    config: dict[str, Any] = parse_properties(producer_properties, "--producer-property")
+    config: dict[str, Any] = client_settings(producer_properties, "--producer-property")
     config["bootstrap.servers"] = bootstrap_server
     payload = make_payload(record_size)
     try:

@@ -17,8 +17,8 @@ from typing import Any, TextIO
 
 import click
 
+from samsa.cli.client_options import client_settings, command_config_option
 from samsa.cli.perf_cmd import perf
-from samsa.cli.produce_cmd import parse_properties
 from samsa.errors import KafkaError
 
 MB = 1024 * 1024
@@ -87,6 +87,7 @@ class ConsumeStats:
 @click.option("--group", "-g", default=None, help="Consume as a member of this group (subscribe).")
 @click.option("--consumer-property", "-X", "consumer_properties", multiple=True, metavar="K=V",
               help="A consumer setting, e.g. fetch.max.bytes=10485760 or max.poll.records=2000.")
+@command_config_option("--consumer.config")
 @click.option("--timeout", type=float, default=10.0, show_default=True,
               help="Give up after this many seconds without a record.")
 @click.option("--reporting-interval", type=float, default=5.0, show_default=True,
@@ -100,7 +101,7 @@ def perf_consume(bootstrap_server: str, topic: str, messages: int, group: str | 
 
     if messages <= 0:
         raise click.BadParameter("must be > 0", param_hint="--messages")
-    config: dict[str, Any] = parse_properties(consumer_properties, "--consumer-property")
+    config: dict[str, Any] = client_settings(consumer_properties, "--consumer-property")
     config["bootstrap.servers"] = bootstrap_server
     config.setdefault("auto.offset.reset", "earliest")
     if group is not None:

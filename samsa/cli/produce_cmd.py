@@ -13,20 +13,10 @@ from typing import Any, BinaryIO
 import click
 
 from samsa.cli import main
+from samsa.cli.client_options import client_settings, command_config_option, parse_pairs
 from samsa.errors import KafkaError
 
 READER_PROPERTIES = ("parse.key", "key.separator", "ignore.error")
-
-
-def parse_properties(items: tuple[str, ...], option: str) -> dict[str, str]:
-    """``k=v`` strings -> dict; a malformed one is a usage error naming the option."""
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint=option)
-        out[name.strip()] = value
-    return out
 
 
 def split_line(line: bytes, separator: bytes | None) -> tuple[bytes | None, bytes]:
@@ -56,6 +46,7 @@ def read_lines(stream: BinaryIO) -> Any:
               help="parse.key=true, key.separator=S, ignore.error=true, or a producer setting.")
 @click.option("--producer-property", "-X", "producer_properties", multiple=True, metavar="K=V",
               help="A producer setting, e.g. acks=1 or linger.ms=10.")
+@command_config_option("--producer.config")
 @click.option("--partition", "-p", type=int, default=None, help="Send every record to this partition.")
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait at EOF for outstanding records.")
@@ -71,9 +62,9 @@ def produce_cmd(
     """Send lines from stdin to TOPIC, one record per line."""
     from samsa.producer.producer import KafkaProducer
 
-    props = parse_properties(properties, "--property")
+    props = parse_pairs(properties, "--property")
     config: dict[str, Any] = {k: v for k, v in props.items() if k not in READER_PROPERTIES}
-    config.update(parse_properties(producer_properties, "--producer-property"))
+    config.update(client_settings(producer_properties, "--producer-property"))
     config["bootstrap.servers"] = bootstrap_server
     separator: bytes | None = None
     if key_separator is not None:

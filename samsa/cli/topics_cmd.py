@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from samsa.cli import main
+from samsa.cli.client_options import client_settings, command_config_option, parse_pairs
 from samsa.errors import (
     KafkaError,
     TopicAlreadyExistsError,
@@ -24,22 +25,13 @@ from samsa.errors import (
 BOOTSTRAP_HELP = "host:port of a broker (a comma-separated list is fine)."
 
 
-def _parse_pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint=option)
-        out[name.strip()] = value
-    return out
-
-
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """Options every subcommand takes: where the cluster is, admin settings, time limit."""
     f = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
                      show_default=True, help="Seconds to wait for the cluster.")(f)
     f = click.option("--admin-property", "-X", "admin_properties", multiple=True,
                      metavar="K=V", help="An admin client setting, e.g. request.timeout.ms=5000.")(f)
+    f = command_config_option()(f)
     return click.option("--bootstrap-server", "-b", required=True, help=BOOTSTRAP_HELP)(f)
 
 
@@ -50,7 +42,7 @@ def _admin(bootstrap_server: str, admin_properties: tuple[str, ...],
     from samsa.admin import AdminClient
     from samsa.net.client_config import REQUEST_TIMEOUT_MS
 
-    config: dict[str, Any] = _parse_pairs(admin_properties, "--admin-property")
+    config = client_settings(admin_properties, "--admin-property")
     config["bootstrap.servers"] = bootstrap_server
     timeout_ms = int(timeout * 1000)
     config.setdefault("default.api.timeout.ms", timeout_ms)
@@ -84,7 +76,7 @@ def create_cmd(bootstrap_server: str, admin_properties: tuple[str, ...], timeout
     """Create a topic."""
     from samsa.admin import NewTopic
 
-    new = NewTopic(topic, partitions, replication_factor, _parse_pairs(configs, "--config"))
+    new = NewTopic(topic, partitions, replication_factor, parse_pairs(configs, "--config"))
     with _admin(bootstrap_server, admin_properties, timeout) as admin:
         try:
             admin.create_topics([new], validate_only=validate_only)

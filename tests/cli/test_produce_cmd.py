@@ -5,7 +5,8 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from samsa.cli import main
-from samsa.cli.produce_cmd import parse_properties, split_line
+from samsa.cli.client_options import parse_pairs
+from samsa.cli.produce_cmd import split_line
 from samsa.producer.partitioner import partition_for_key
 from tests.producer.test_producer_mock import read_back
 from tests.support.mock_cluster import MockCluster
@@ -17,8 +18,8 @@ def test_split_line() -> None:
     assert split_line(b"a:b", None) == (None, b"a:b")
 
 
-def test_parse_properties_rejects_malformed_items() -> None:
-    assert parse_properties(("a=1", "b==2"), "--property") == {"a": "1", "b": "=2"}
+def test_parse_pairs_rejects_malformed_items() -> None:
+    assert parse_pairs(("a=1", "b==2"), "--property") == {"a": "1", "b": "=2"}
     runner = CliRunner()
     result = runner.invoke(main, ["produce", "-b", "127.0.0.1:1", "-t", "t", "--property", "oops"])
     assert result.exit_code != 0
