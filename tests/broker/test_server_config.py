@@ -273,3 +273,24 @@ def test_load_properties(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_properties(tmp_path / "missing.properties")
     assert info.value.setting == "--config-file"
+
+
+def test_tls_listener_settings_are_checked_at_construction(tmp_path: Path) -> None:
+    from samsa.broker import Broker
+    from tests.support.certs import make_tls_files
+
+    files = make_tls_files(tmp_path / "certs")
+    cases = [
+        ({"listeners": "SSL://127.0.0.1:0"}, "ssl.keystore.location"),
+        ({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(files.broker_keystore)},
+         "ssl.keystore.type"),  # Java's default JKS with a file given
+        ({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+          "ssl.keystore.location": str(files.ca)}, "ssl.keystore.location"),  # no key in it
+        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}, "sasl.enabled.mechanisms"),  # GSSAPI
+        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"},
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+    ]
+    for config, setting in cases:
+        with pytest.raises(ConfigError) as info:
+            Broker(tmp_path / "data", config=config)
+        assert info.value.setting == setting, (config, info.value)

@@ -9,24 +9,23 @@ part first, as Java's X500Principal.getName() writes it).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import ssl
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from samsa.broker.listeners import Listener
 from samsa.broker.network.authenticator import ANONYMOUS, SaslListenerSettings
 from samsa.errors import ConfigError
+from samsa.security.tls import (
+    check_pem_store,
+    load_key_store,
+    load_trust_store,
+    set_cipher_suites,
+    tls_versions,
+)
 
 __all__ = ["Endpoint", "server_ssl_context", "tls_principal"]
 
-_TLS_VERSIONS = {
-    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
-    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
-}
 _CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 # Attribute keywords Java's X500Principal.getName() (RFC 2253) writes by name.
 _RFC2253_KEYWORDS = {
@@ -68,82 +67,36 @@ def tls_principal(cert: Any) -> str:
     return "User:" + ",".join(parts) if parts else ANONYMOUS
 
 
-@contextlib.contextmanager
-def _pem_file(text: str) -> Iterator[str]:
-    """Inline PEM (ssl.keystore.key / ssl.keystore.certificate.chain) as a private temporary
-    file, for the ssl module, which loads keys from files only; removed at once."""
-    fd, path = tempfile.mkstemp(suffix=".pem")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        yield path
-    finally:
-        os.unlink(path)
-
-
-def _require_pem(config: Any, listener: str, kind: str) -> None:
-    setting = f"ssl.{kind}.type"
-    value = str(config.listener_value(listener, setting)).upper()
-    if value != "PEM" and config.listener_value(listener, f"ssl.{kind}.location"):
-        raise ConfigError(setting, f"{value} {kind}s are not supported: give PEM files and set "
-                          f"{setting}=PEM")
-
-
 def server_ssl_context(config: Any, listener: str) -> ssl.SSLContext:
     """The TLS context of ``listener`` from its ssl.* settings (a BrokerConfig's
-    listener_value gives per-listener overrides)."""
+    listener_value gives per-listener overrides); the PEM and version rules are the clients'
+    (samsa/security/tls.py)."""
 
     def value(setting: str) -> Any:
         return config.listener_value(listener, setting)
 
-    _require_pem(config, listener, "keystore")
-    _require_pem(config, listener, "truststore")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    versions = []
-    for name in value("ssl.enabled.protocols"):
-        if name not in _TLS_VERSIONS:
-            raise ConfigError("ssl.enabled.protocols",
-                              f"{name!r} is not served; use TLSv1.2 and/or TLSv1.3")
-        versions.append(_TLS_VERSIONS[name])
-    if not versions:
-        raise ConfigError("ssl.enabled.protocols", "names no TLS version")
-    ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
-    password = value("ssl.key.password")
-    location, key, chain = (value("ssl.keystore.location"), value("ssl.keystore.key"),
-                            value("ssl.keystore.certificate.chain"))
-    try:
-        if location:
-            ctx.load_cert_chain(location, password=password)
-        elif key and chain:
-            with _pem_file(key + "\n" + chain) as path:
-                ctx.load_cert_chain(path, password=password)
-        else:
-            raise ConfigError("ssl.keystore.location",
-                              f"listener {listener} uses TLS: give its PEM key and certificate "
-                              "chain (ssl.keystore.location, or ssl.keystore.key with "
-                              "ssl.keystore.certificate.chain)")
-    except (OSError, ssl.SSLError) as exc:
+    key, chain = value("ssl.keystore.key"), value("ssl.keystore.certificate.chain")
+    location = value("ssl.keystore.location")
+    trust_location, trust_pem = value("ssl.truststore.location"), value("ssl.truststore.certificates")
+    check_pem_store("keystore", str(value("ssl.keystore.type")), has_location=bool(location),
+                    has_inline=bool(key or chain),
+                    type_set=config.is_set("ssl.keystore.type"))
+    check_pem_store("truststore", str(value("ssl.truststore.type")),
+                    has_location=bool(trust_location), has_inline=bool(trust_pem),
+                    type_set=config.is_set("ssl.truststore.type"))
+    if not location and not (key and chain):
         raise ConfigError("ssl.keystore.location",
-                          f"cannot load the key and certificate chain of listener {listener}: "
-                          f"{exc}") from None
+                          f"listener {listener} uses TLS: give its PEM key and certificate chain "
+                          "(ssl.keystore.location, or ssl.keystore.key with "
+                          "ssl.keystore.certificate.chain)")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version, ctx.maximum_version = tls_versions(
+        list(value("ssl.enabled.protocols")), "ssl.enabled.protocols")
+    load_key_store(ctx, location=location, key_pem=key, chain_pem=chain,
+                   key_password=value("ssl.key.password"))
     client_auth = value("ssl.client.auth")
     ctx.verify_mode = _CLIENT_AUTH[client_auth]
-    trust_location, trust_pem = value("ssl.truststore.location"), value("ssl.truststore.certificates")
-    try:
-        if trust_location:
-            ctx.load_verify_locations(cafile=trust_location)
-        elif trust_pem:
-            ctx.load_verify_locations(cadata=trust_pem)
-        elif client_auth != "none":
-            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError("ssl.truststore.location",
-                          f"cannot load the trusted certificates of listener {listener}: {exc}"
-                          ) from None
-    ciphers = value("ssl.cipher.suites")
-    if ciphers:
-        try:
-            ctx.set_ciphers(":".join(ciphers))
-        except ssl.SSLError:
-            raise ConfigError("ssl.cipher.suites", f"OpenSSL knows none of {ciphers}") from None
+    if trust_location or trust_pem or client_auth != "none":
+        load_trust_store(ctx, location=trust_location, certificates_pem=trust_pem)
+    set_cipher_suites(ctx, list(value("ssl.cipher.suites")))
     return ctx
