@@ -289,7 +289,11 @@ class ScramServer:
             proof = _b64decode(proof_b64, "proof")
         except (KeyError, ValueError) as e:
             raise self._failed(f"invalid client-final message ({e})") from None
-        if nonce != self._nonce:
+        # As Kafka 3.8.1-3.9 (ScramSaslServer): the nonce must *end with* the combined nonce.
+        # librdkafka before 2.6.1 (kcat 1.7, Debian's librdkafka 2.0) sends its own nonce once
+        # more in front (librdkafka#4895); Kafka 4.0 compares for equality and locks those
+        # clients out. The server's part must still be there, so a replayed message fails.
+        if not nonce.endswith(self._nonce):
             raise self._failed("the nonce does not match the server's")
         if channel_binding != self._gs2_header.encode():
             raise self._failed("the channel binding does not match the client-first message")

@@ -184,6 +184,24 @@ def test_the_server_checks_the_client_final_message(mangle: object, why: str) ->
     assert not server.authenticated
 
 
+def test_librdkafkas_repeated_client_nonce_is_accepted_as_kafka_3_9_accepts_it() -> None:
+    """librdkafka < 2.6.1 sends r=<client nonce><client nonce><server nonce> (librdkafka#4895);
+    Kafka 3.8.1-3.9 accept a nonce that ends with the combined one, and so does this server."""
+    mechanism = SCRAM_SHA_256
+    salt = b"0123456789abcdef"
+    server = ScramServer(mechanism, {"alice": ScramCredential.from_password(
+        mechanism, "pw", salt=salt)}.get, nonce="SERVER")
+    server_first = server.server_first(b"n,,n=alice,r=abc").decode()
+    without_proof = "c=biws,r=abcabcSERVER"  # as librdkafka 2.0 writes it
+    salted = mechanism.salted_password("pw", salt, 4096)
+    client_key = mechanism.hmac(salted, b"Client Key")
+    auth_message = f"n=alice,r=abc,{server_first},{without_proof}".encode()
+    signature = mechanism.hmac(mechanism.hash(client_key), auth_message)
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True)))
+    assert server.server_final(f"{without_proof},p=".encode() + proof).startswith(b"v=")
+    assert server.authenticated
+
+
 def test_a_client_final_before_the_first_is_refused() -> None:
     server = ScramServer(SCRAM_SHA_256, {}.get)
     with pytest.raises(SaslAuthenticationFailedError, match="before the client-first"):

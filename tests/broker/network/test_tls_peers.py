@@ -147,11 +147,9 @@ def test_kcat_over_tls(tls_broker: Broker, tls_files: TlsFiles, listener: str) -
                 "-X", f"ssl.certificate.location={tls_files.client_cert}",
                 "-X", f"ssl.key.location={tls_files.client_key}"]
     else:
-        # PLAIN: kcat's librdkafka 2.0.2 SCRAM client is refused by Kafka too (see
-        # test_sasl_peers.py); SCRAM over TLS is covered by the other peers.
         auth = ["-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={tls_files.ca}",
-                "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=alice",
-                "-X", "sasl.password=alice-secret"]
+                "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob",
+                "-X", "sasl.password=bob-secret"]
     bootstrap = tls_broker.bootstrap_servers_for(listener)
     produced = subprocess.run([_kcat(), "-b", bootstrap, "-P", "-t", topic, *auth],
                               input=b"\n".join(_values()) + b"\n", capture_output=True,
