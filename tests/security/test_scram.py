@@ -231,3 +231,43 @@ def test_client_nonces_are_printable_without_commas_and_differ() -> None:
     nonces = [f.decode().partition(",r=")[2] for f in first]
     assert nonces[0] != nonces[1]
     assert all(len(n) == 32 and "," not in n and all(0x21 <= ord(c) <= 0x7E for c in n) for n in nonces)
+
+
+# Exchanges recorded from librdkafka 2.16.0 (confluent-kafka) logging in to the samsa broker as
+# user "librdkafka", password "recorded-password", salt b"samsa-recorded-salt", 4096 iterations.
+LIBRDKAFKA_EXCHANGES = {
+    "SCRAM-SHA-512": (
+        b"n,,n=librdkafka,r=3zfa@1tlvAY]-k/lzRgd\\ONEOE<I]<^z",
+        (b"r=3zfa@1tlvAY]-k/lzRgd\\ONEOE<I]<^zebAhFbFDsA19PJBniCOmfnkQPLaS9LQC,"
+        b"s=c2Ftc2EtcmVjb3JkZWQtc2FsdA==,i=4096"),
+        (b"c=biws,r=3zfa@1tlvAY]-k/lzRgd\\ONEOE<I]<^zebAhFbFDsA19PJBniCOmfnkQPLaS9LQC,"
+        b"p=9PLpGsApXjVam2OdrA82moOK+/k6qZQSH0KpPmo1GjUYgY+pT6VZIaugIMdTWwU9ybRSlg9uZc25dkmtH6qxZA=="),
+        b"v=WGhQ4myjo0xmhcFtzTW4EpG+yVBT4moiKoTuniP367rJ96fAWMCul7w+l0weiWvZjD1aag6hJIT8VEbPQP+O2Q==",
+    ),
+    "SCRAM-SHA-256": (
+        b"n,,n=librdkafka,r=zAipAjeWJx3OWn3w5f@rv0-dRB\\iQw}t",
+        (b"r=zAipAjeWJx3OWn3w5f@rv0-dRB\\iQw}tDxDmJzFfZQUcqQKfa5gSUEww9FcGLDBz,"
+        b"s=c2Ftc2EtcmVjb3JkZWQtc2FsdA==,i=4096"),
+        (b"c=biws,r=zAipAjeWJx3OWn3w5f@rv0-dRB\\iQw}tDxDmJzFfZQUcqQKfa5gSUEww9FcGLDBz,"
+        b"p=OyDrMO57pyq9wYSn5vSVGeHs6Ma76SGjw+/8m16WiLQ="),
+        b"v=rwcP6vRHB+a5IrEO4lhLv7Is1JgnElnDKLbstJVNDmo=",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LIBRDKAFKA_EXCHANGES))
+def test_the_client_writes_what_librdkafka_wrote(name: str) -> None:
+    client_first, server_first, client_final, server_final = LIBRDKAFKA_EXCHANGES[name]
+    mechanism = {"SCRAM-SHA-256": SCRAM_SHA_256, "SCRAM-SHA-512": SCRAM_SHA_512}[name]
+    nonce = client_first.decode().partition(",r=")[2]
+    client = ScramClient(mechanism, "librdkafka", "recorded-password", nonce=nonce)
+    assert client.first_message() == client_first
+    assert client.final_message(server_first) == client_final
+    client.verify_server_final(server_final)
+    # And the server side answers librdkafka's messages with the recorded signature.
+    credential = ScramCredential.from_password(mechanism, "recorded-password",
+                                               salt=b"samsa-recorded-salt")
+    server_nonce = server_first.decode().partition(",")[0][len("r=") + len(nonce):]
+    server = ScramServer(mechanism, {"librdkafka": credential}.get, nonce=server_nonce)
+    assert server.server_first(client_first) == server_first
+    assert server.server_final(client_final) == server_final
