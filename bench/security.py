@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,14 +26,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-VALUE_SIZE = 100
+from producer import VALUE_SIZE, payload  # bench/producer.py: the same records
+
 CLIENTS = ("samsa", "confluent")
 LISTENERS = ("PLAINTEXT", "SASL_SSL")
 USER, PASSWORD = "bench", "bench-secret"
-
-
-def payload(size: int) -> bytes:
-    return os.urandom(size // 4).hex().encode()[: size // 2] + b"a" * (size - size // 2)
 
 
 def samsa_security(listener: str, ca: str) -> dict[str, Any]:

@@ -50,6 +50,16 @@ def _filter(f: Any, version: int) -> AclBindingFilter:
         _enum(AclPermissionType, f.permission_type))
 
 
+def _refusal(services: BrokerServices, ctx: RequestContext) -> tuple[int, str | None] | None:
+    """(error code, message) when the ACLs may not be changed here: no authorizer, or no ALTER
+    on the cluster."""
+    if services.authorizer is None:
+        return SecurityDisabledError.code, _NO_AUTHORIZER
+    if not services.authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER):
+        return ClusterAuthorizationFailedError.code, None
+    return None
+
+
 def handle_describe_acls(services: BrokerServices, ctx: RequestContext) -> DescribeAclsResponse:
     authorizer = services.authorizer
     if authorizer is None:
@@ -82,14 +92,13 @@ def handle_describe_acls(services: BrokerServices, ctx: RequestContext) -> Descr
 def handle_create_acls(services: BrokerServices, ctx: RequestContext) -> CreateAclsResponse:
     R = CreateAclsResponse
     creations = ctx.body.creations
+    refused = _refusal(services, ctx)
+    if refused is not None:
+        return R(throttle_time_ms=0, results=[
+            R.AclCreationResult(error_code=refused[0], error_message=refused[1])
+            for _ in creations])
     authorizer = services.authorizer
-    if authorizer is None or not services.authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER):
-        code = SecurityDisabledError.code if authorizer is None else \
-            ClusterAuthorizationFailedError.code
-        message = _NO_AUTHORIZER if authorizer is None else None
-        return R(throttle_time_ms=0, results=[R.AclCreationResult(error_code=code,
-                                                                   error_message=message)
-                                              for _ in creations])
+    assert authorizer is not None
     results = []
     valid: list[AclBinding] = []
     for c in creations:
@@ -116,14 +125,14 @@ def handle_create_acls(services: BrokerServices, ctx: RequestContext) -> CreateA
 def handle_delete_acls(services: BrokerServices, ctx: RequestContext) -> DeleteAclsResponse:
     R = DeleteAclsResponse
     filters = ctx.body.filters
-    authorizer = services.authorizer
-    if authorizer is None or not services.authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER):
-        code = SecurityDisabledError.code if authorizer is None else \
-            ClusterAuthorizationFailedError.code
-        message = _NO_AUTHORIZER if authorizer is None else None
+    refused = _refusal(services, ctx)
+    if refused is not None:
         return R(throttle_time_ms=0, filter_results=[
-            R.DeleteAclsFilterResult(error_code=code, error_message=message, matching_acls=[])
+            R.DeleteAclsFilterResult(error_code=refused[0], error_message=refused[1],
+                                     matching_acls=[])
             for _ in filters])
+    authorizer = services.authorizer
+    assert authorizer is not None
     parsed = [_filter(f, ctx.api_version) for f in filters]
     usable = [f for f in parsed if f.unknown_field() is None]
     removed = iter(authorizer.store.remove(usable))

@@ -6,9 +6,6 @@ the others.  The peers are imported directly: a missing one fails the test."""
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +13,14 @@ from typing import Any
 import pytest
 
 from samsa.broker import Broker
+from tests.broker.network.round_trips import (
+    confluent_round_trip,
+    kafka_python_round_trip,
+    kcat_round_trip,
+    values,
+)
 from tests.support.broker import start_broker
 from tests.support.secure_broker import add_scram_users, sasl_config
-
-N = 20_000
 
 
 @pytest.fixture(scope="module")
@@ -44,36 +45,6 @@ def _sasl(mechanism: str, user: str, password: str) -> dict[str, Any]:
             "sasl.username": user, "sasl.password": password}
 
 
-def _values(n: int = N) -> list[bytes]:
-    return [b"%06d" % i for i in range(n)]
-
-
-def _confluent_round_trip(bootstrap: str, settings: dict[str, Any], n: int = N) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer
-
-    topic = f"sasl-ck-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **settings})
-    for value in _values(n):
-        producer.produce(topic, value)
-        producer.poll(0)
-    assert producer.flush(60) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
-                         "auto.offset.reset": "earliest", **settings})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    try:
-        for _ in range(600):
-            for message in consumer.consume(5000, 1.0):
-                assert message.error() is None, message.error()
-                got.append(message.value())
-            if len(got) >= n:
-                break
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    return got
-
-
 @pytest.mark.parametrize("mechanism,user,password", [
     ("PLAIN", "alice", "alice-secret"),
     ("SCRAM-SHA-512", "bob", "bob-secret"),
@@ -81,32 +52,16 @@ def _confluent_round_trip(bootstrap: str, settings: dict[str, Any], n: int = N) 
 ])
 def test_confluent_kafka_produces_and_consumes_with_a_group(
         sasl_broker: Broker, mechanism: str, user: str, password: str) -> None:
-    got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
+    got = confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
                                 _sasl(mechanism, user, password))
-    assert sorted(got) == _values()
+    assert sorted(got) == values()
 
 
 def test_kafka_python_produces_and_consumes_with_plain(sasl_broker: Broker) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    bootstrap = sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT")
     auth = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
             "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
-    topic = f"sasl-kp-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **auth)
-    for value in _values():
-        producer.send(topic, value)
-    producer.flush(60)
-    producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
-                             auto_offset_reset="earliest", consumer_timeout_ms=30_000, **auth)
-    got = []
-    for message in consumer:  # stops at N, or after 30 s without records
-        got.append(message.value)
-        if len(got) >= N:
-            break
-    consumer.close()
-    assert sorted(got) == _values()
+    got = kafka_python_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"), auth)
+    assert sorted(got) == values()
 
 
 def test_kafka_python_authenticates_with_scram_sha_512(sasl_broker: Broker) -> None:
@@ -121,31 +76,16 @@ def test_kafka_python_authenticates_with_scram_sha_512(sasl_broker: Broker) -> N
         admin.close()
 
 
-def _kcat() -> str:
-    path = shutil.which("kcat")
-    assert path is not None, "kcat is not installed (apt-get install kcat)"
-    return path
-
-
 # kcat here links librdkafka 2.0.2, whose SCRAM client sends its own nonce twice in the final
 # message (librdkafka#4895): accepted as Kafka 3.9 accepts it (scram.py says why).
 @pytest.mark.parametrize("mechanism,user,password", [
     ("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-512", "bob", "bob-secret")])
 def test_kcat_produces_and_consumes(sasl_broker: Broker, mechanism: str, user: str,
                                     password: str) -> None:
-    topic = f"sasl-kcat-{uuid.uuid4().hex[:8]}"
     auth = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanism={mechanism}",
             "-X", f"sasl.username={user}", "-X", f"sasl.password={password}"]
-    bootstrap = sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT")
-    produced = subprocess.run([_kcat(), "-b", bootstrap, "-P", "-t", topic, *auth],
-                              input=b"\n".join(_values()) + b"\n", capture_output=True,
-                              timeout=120, check=False)
-    assert produced.returncode == 0, produced.stderr.decode()
-    consumed = subprocess.run([_kcat(), "-b", bootstrap, "-C", "-t", topic, "-e",
-                               "-o", "beginning", *auth], capture_output=True, timeout=120,
-                              check=False)
-    assert consumed.returncode == 0, consumed.stderr.decode()
-    assert sorted(consumed.stdout.split()) == _values()
+    got = kcat_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"), auth)
+    assert sorted(got) == values()
 
 
 def test_wrong_password_gets_sasl_authentication_failed_and_others_go_on(
@@ -168,8 +108,8 @@ def test_wrong_password_gets_sasl_authentication_failed_and_others_go_on(
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "failed authentication of user 'bob'" in logged and "not-bobs" not in logged
     # Others are served as before.
-    assert sorted(_confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
-                                        _sasl("PLAIN", "alice", "alice-secret"), 100)) == _values(100)
+    assert sorted(confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
+                                        _sasl("PLAIN", "alice", "alice-secret"), 100)) == values(100)
 
 
 def test_kafka_python_wrong_plain_password_raises(sasl_broker: Broker) -> None:
@@ -201,8 +141,8 @@ def test_a_mechanism_the_listener_does_not_enable_is_refused_with_the_list(
 
 
 def test_the_plaintext_listener_beside_needs_no_authentication(sasl_broker: Broker) -> None:
-    got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("PLAINTEXT"), {}, 100)
-    assert sorted(got) == _values(100)
+    got = confluent_round_trip(sasl_broker.bootstrap_servers_for("PLAINTEXT"), {}, 100)
+    assert sorted(got) == values(100)
 
 
 def test_metadata_advertises_the_listener_the_client_came_in_on(sasl_broker: Broker) -> None:
@@ -230,9 +170,9 @@ def test_scram_users_added_at_run_time_log_in_at_once(sasl_broker: Broker,
         "dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"dave-secret")
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(10)
-    got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
+    got = confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"),
                                 _sasl("SCRAM-SHA-256", "dave", "dave-secret"), 100)
-    assert sorted(got) == _values(100)
+    assert sorted(got) == values(100)
 
 
 def test_confluent_kafka_with_an_unsecured_oauthbearer_token(sasl_broker: Broker) -> None:
@@ -241,6 +181,6 @@ def test_confluent_kafka_with_an_unsecured_oauthbearer_token(sasl_broker: Broker
     settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
                 "enable.sasl.oauthbearer.unsecure.jwt": True,
                 "sasl.oauthbearer.config": "principal=erin lifeSeconds=600"}
-    got = _confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"), settings,
+    got = confluent_round_trip(sasl_broker.bootstrap_servers_for("SASL_PLAINTEXT"), settings,
                                 1000)
-    assert sorted(got) == _values(1000)
+    assert sorted(got) == values(1000)

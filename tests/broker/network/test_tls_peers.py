@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import ssl
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +17,16 @@ import pytest
 
 from samsa.broker import Broker
 from samsa.broker.network.endpoint import tls_principal
+from tests.broker.network.round_trips import (
+    N,
+    confluent_round_trip,
+    kafka_python_round_trip,
+    kcat_round_trip,
+    values,
+)
 from tests.support.broker import start_broker
 from tests.support.certs import TlsFiles, make_tls_files
 from tests.support.secure_broker import add_scram_users, sasl_config, tls_config
-
-N = 20_000
 
 
 @pytest.fixture(scope="module")
@@ -43,35 +46,6 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) ->
         yield broker
 
 
-def _values(n: int = N) -> list[bytes]:
-    return [b"%06d" % i for i in range(n)]
-
-
-def _confluent_round_trip(bootstrap: str, settings: dict[str, Any], n: int = N) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer
-
-    topic = f"tls-ck-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **settings})
-    for value in _values(n):
-        producer.produce(topic, value)
-        producer.poll(0)
-    assert producer.flush(60) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
-                         "auto.offset.reset": "earliest", **settings})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    try:
-        for _ in range(600):
-            for message in consumer.consume(5000, 1.0):
-                assert message.error() is None, message.error()
-                got.append(message.value())
-            if len(got) >= n:
-                break
-    finally:
-        consumer.close()
-    return got
-
-
 def _ck_ssl(files: TlsFiles, with_cert: bool = True) -> dict[str, Any]:
     settings = {"security.protocol": "SSL", "ssl.ca.location": str(files.ca)}
     if with_cert:
@@ -82,8 +56,8 @@ def _ck_ssl(files: TlsFiles, with_cert: bool = True) -> dict[str, Any]:
 
 def test_confluent_kafka_over_ssl_with_a_client_certificate(tls_broker: Broker,
                                                             tls_files: TlsFiles) -> None:
-    got = _confluent_round_trip(tls_broker.bootstrap_servers_for("SSL"), _ck_ssl(tls_files))
-    assert sorted(got) == _values()
+    got = confluent_round_trip(tls_broker.bootstrap_servers_for("SSL"), _ck_ssl(tls_files))
+    assert sorted(got) == values()
 
 
 def test_confluent_kafka_over_sasl_ssl_with_scram_sha_512(tls_broker: Broker,
@@ -91,37 +65,16 @@ def test_confluent_kafka_over_sasl_ssl_with_scram_sha_512(tls_broker: Broker,
     settings = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(tls_files.ca),
                 "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bob",
                 "sasl.password": "bob-secret"}
-    got = _confluent_round_trip(tls_broker.bootstrap_servers_for("SASL_SSL"), settings)
-    assert sorted(got) == _values()
-
-
-def _kafka_python_round_trip(bootstrap: str, settings: dict[str, Any]) -> list[bytes]:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    topic = f"tls-kp-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **settings)
-    for value in _values():
-        producer.send(topic, value)
-    producer.flush(60)
-    producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
-                             auto_offset_reset="earliest", consumer_timeout_ms=30_000,
-                             **settings)
-    got = []
-    for message in consumer:  # stops at N, or after 30 s without records
-        got.append(message.value)
-        if len(got) >= N:
-            break
-    consumer.close()
-    return got
+    got = confluent_round_trip(tls_broker.bootstrap_servers_for("SASL_SSL"), settings)
+    assert sorted(got) == values()
 
 
 def test_kafka_python_over_ssl_with_a_client_certificate(tls_broker: Broker,
                                                          tls_files: TlsFiles) -> None:
     settings = {"security_protocol": "SSL", "ssl_cafile": str(tls_files.ca),
                 "ssl_certfile": str(tls_files.client_cert), "ssl_keyfile": str(tls_files.client_key)}
-    assert sorted(_kafka_python_round_trip(tls_broker.bootstrap_servers_for("SSL"),
-                                           settings)) == _values()
+    assert sorted(kafka_python_round_trip(tls_broker.bootstrap_servers_for("SSL"),
+                                           settings)) == values()
 
 
 def test_kafka_python_over_sasl_ssl_with_scram_sha_512(tls_broker: Broker,
@@ -129,19 +82,12 @@ def test_kafka_python_over_sasl_ssl_with_scram_sha_512(tls_broker: Broker,
     settings = {"security_protocol": "SASL_SSL", "ssl_cafile": str(tls_files.ca),
                 "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "bob",
                 "sasl_plain_password": "bob-secret"}
-    assert sorted(_kafka_python_round_trip(tls_broker.bootstrap_servers_for("SASL_SSL"),
-                                           settings)) == _values()
-
-
-def _kcat() -> str:
-    path = shutil.which("kcat")
-    assert path is not None, "kcat is not installed (apt-get install kcat)"
-    return path
+    assert sorted(kafka_python_round_trip(tls_broker.bootstrap_servers_for("SASL_SSL"),
+                                           settings)) == values()
 
 
 @pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
 def test_kcat_over_tls(tls_broker: Broker, tls_files: TlsFiles, listener: str) -> None:
-    topic = f"tls-kcat-{uuid.uuid4().hex[:8]}"
     if listener == "SSL":
         auth = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={tls_files.ca}",
                 "-X", f"ssl.certificate.location={tls_files.client_cert}",
@@ -150,16 +96,8 @@ def test_kcat_over_tls(tls_broker: Broker, tls_files: TlsFiles, listener: str) -
         auth = ["-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={tls_files.ca}",
                 "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob",
                 "-X", "sasl.password=bob-secret"]
-    bootstrap = tls_broker.bootstrap_servers_for(listener)
-    produced = subprocess.run([_kcat(), "-b", bootstrap, "-P", "-t", topic, *auth],
-                              input=b"\n".join(_values()) + b"\n", capture_output=True,
-                              timeout=120, check=False)
-    assert produced.returncode == 0, produced.stderr.decode()
-    consumed = subprocess.run([_kcat(), "-b", bootstrap, "-C", "-t", topic, "-e",
-                               "-o", "beginning", *auth], capture_output=True, timeout=120,
-                              check=False)
-    assert consumed.returncode == 0, consumed.stderr.decode()
-    assert sorted(consumed.stdout.split()) == _values()
+    got = kcat_round_trip(tls_broker.bootstrap_servers_for(listener), auth)
+    assert sorted(got) == values()
 
 
 def test_aiokafka_over_sasl_ssl_with_scram_sha_256(tls_broker: Broker,
@@ -177,7 +115,7 @@ def test_aiokafka_over_sasl_ssl_with_scram_sha_256(tls_broker: Broker,
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **settings)
         await producer.start()
         try:
-            batch = [producer.send(topic, value) for value in _values()]
+            batch = [producer.send(topic, value) for value in values()]
             await asyncio.gather(*batch)
         finally:
             await producer.stop()
@@ -194,7 +132,7 @@ def test_aiokafka_over_sasl_ssl_with_scram_sha_256(tls_broker: Broker,
             await consumer.stop()
         return got
 
-    assert sorted(asyncio.run(run())) == _values()
+    assert sorted(asyncio.run(run())) == values()
 
 
 def _errors_of(bootstrap: str, settings: dict[str, Any]) -> str:
@@ -213,8 +151,8 @@ def test_an_untrusted_ca_is_refused_and_others_are_served(tls_broker: Broker,
     settings = _ck_ssl(tls_files) | {"ssl.ca.location": str(tls_files.other_ca)}
     text = _errors_of(tls_broker.bootstrap_servers_for("SSL"), settings)
     assert "certificate verify failed" in text, text
-    assert sorted(_confluent_round_trip(tls_broker.bootstrap_servers_for("SSL"),
-                                        _ck_ssl(tls_files), 100)) == _values(100)
+    assert sorted(confluent_round_trip(tls_broker.bootstrap_servers_for("SSL"),
+                                        _ck_ssl(tls_files), 100)) == values(100)
 
 
 def test_a_wrong_host_name_is_refused(tmp_path: Path, tls_broker: Broker) -> None:
@@ -252,5 +190,5 @@ def test_plaintext_clients_cannot_speak_to_a_tls_listener(tls_broker: Broker) ->
     producer.flush(10)
     assert len(delivered) == 1 and delivered[0] is not None  # refused, not stored
     # And the PLAINTEXT listener beside it serves as before.
-    assert sorted(_confluent_round_trip(tls_broker.bootstrap_servers_for("PLAINTEXT"), {},
-                                        100)) == _values(100)
+    assert sorted(confluent_round_trip(tls_broker.bootstrap_servers_for("PLAINTEXT"), {},
+                                        100)) == values(100)
