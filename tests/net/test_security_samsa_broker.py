@@ -6,6 +6,7 @@ name with SslAuthenticationError, none of them retried on the caller's behalf.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from samsa.broker import Broker
 from samsa.consumer.consumer import KafkaConsumer
 from samsa.errors import SaslAuthenticationError, SslAuthenticationError
 from samsa.producer.producer import KafkaProducer
+from samsa.security.oauthbearer import unsecured_token
 from tests.support.broker import start_broker
 from tests.support.certs import TlsFiles, make_tls_files
 
@@ -36,7 +38,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, files: TlsFiles) -> Iterato
     config = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,"
                      "SSL://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_USERS,
@@ -164,3 +166,47 @@ def test_no_client_certificate_where_the_broker_requires_one(broker: Broker, fil
         with pytest.raises(SslAuthenticationError, match=f"{broker.bootstrap_servers_for('SSL')}"):
             for _ in range(100):
                 consumer.poll(0.5)
+
+
+def oauthbearer(broker: Broker, files: TlsFiles, callback: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_servers_for("SASL_SSL"), "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.callback": callback,
+            "ssl.ca.location": str(files.ca)}
+
+
+def test_oauthbearer_tokens_from_the_callback_and_renewed_before_they_expire(
+        broker: Broker, files: TlsFiles) -> None:
+    """The broker bounds the session by the token's expiry (KIP-255, KIP-368): the client
+    re-authenticates in time with a fresh token from the callback."""
+    issued: list[float] = []
+
+    def callback() -> tuple[str, float]:
+        token = unsecured_token("olivia", lifetime_s=1.5)
+        issued.append(time.time())
+        return token.value, token.lifetime_ms / 1000.0
+
+    security = oauthbearer(broker, files, callback)
+    with KafkaProducer(security) as producer:
+        sent = 0
+        for _ in range(4000):  # ends once tokens were renewed; the bound guards a hang
+            producer.send("oauth", str(sent).encode()).get(30)
+            sent += 1
+            if len(issued) >= 3:
+                break
+        assert len(issued) >= 3
+        assert producer._client.authentication_failures == 0  # type: ignore[attr-defined]
+    with KafkaConsumer(security, group_id="oauth-group", auto_offset_reset="earliest") as consumer:
+        consumer.subscribe(["oauth"])
+        received = 0
+        for _ in range(400):
+            received += len(consumer.poll(0.5))
+            if received == sent:
+                break
+        assert received == sent
+
+
+def test_a_refused_oauthbearer_token(broker: Broker, files: TlsFiles) -> None:
+    expired = unsecured_token("olivia", lifetime_s=60.0, now=time.time() - 3600)
+    security = oauthbearer(broker, files, lambda: (expired.value, expired.lifetime_ms / 1000.0))
+    with AdminClient(security) as admin, pytest.raises(SaslAuthenticationError, match="invalid_token"):
+        admin.list_topics()
