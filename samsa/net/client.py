@@ -76,7 +76,7 @@ from samsa.net.connection_states import ClusterConnectionStates
 from samsa.net.in_flight import InFlightRequests
 from samsa.net.metadata import Metadata, MetadataRequestPlan
 from samsa.net.request import ClientRequest, ClientResponse
-from samsa.net.sasl import SASL_HANDSHAKE_VERSION, SaslClientAuthenticator
+from samsa.net.sasl import SASL_HANDSHAKE_VERSION, SaslClientAuthenticator, unsecured_login_callback
 from samsa.net.selector import DEFAULT_MAX_RECEIVE_SIZE, IdleConnectionClosed, Selector
 from samsa.protocol import APIS, ApiKey, Message, decode_response, encode_request
 from samsa.protocol.messages.api_versions import API as _API_VERSIONS_API
@@ -271,7 +271,10 @@ class NetworkClient:
                     protocol=protocol)
             kwargs["sasl_mechanism"] = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
             kwargs["sasl_username"], kwargs["sasl_password"] = user, password
-            kwargs["sasl_oauthbearer_token_callback"] = config.get("sasl.oauthbearer.token.callback")
+            callback = config.get("sasl.oauthbearer.token.callback")
+            if mechanism == "OAUTHBEARER" and callback is None and config.get("sasl.jaas.config"):
+                callback = unsecured_login_callback(config["sasl.jaas.config"])
+            kwargs["sasl_oauthbearer_token_callback"] = callback
         kwargs.update(overrides)
         return cls(metadata, **kwargs)
 

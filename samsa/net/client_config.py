@@ -35,7 +35,12 @@ from samsa.config import (
     between,
 )
 from samsa.errors import ConfigError
-from samsa.security.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, parse_jaas_config
+from samsa.security.jaas import (
+    OAUTHBEARER_LOGIN_MODULE,
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+    parse_jaas_config,
+)
 from samsa.security.tls import PEM, check_pem_store, hostname_check_enabled, tls_versions
 
 __all__ = [
@@ -270,7 +275,9 @@ def sasl_credentials(mechanism: str, *, jaas_config: str | None, username: str |
         if token_callback is None:
             raise ConfigError("sasl.oauthbearer.token.callback",
                               "is required with sasl.mechanism=OAUTHBEARER: a callable returning "
-                              "(token, expiry in seconds since the epoch)")
+                              "(token, expiry in seconds since the epoch), or, for unsigned test "
+                              f"tokens, sasl.jaas.config={OAUTHBEARER_LOGIN_MODULE} required "
+                              'unsecuredLoginStringClaim_sub="<principal>";')
         if not callable(token_callback):
             raise ConfigError("sasl.oauthbearer.token.callback",
                               f"must be callable, not {type(token_callback).__name__}")
@@ -358,6 +365,12 @@ class ClientConfig(Config):
             hostname_check_enabled(self["ssl.endpoint.identification.algorithm"])
             tls_versions(self["ssl.enabled.protocols"], "ssl.enabled.protocols")
         if protocol.startswith("SASL_"):
+            if self["sasl.mechanism"] == "OAUTHBEARER" and self["sasl.oauthbearer.token.callback"] is None \
+                    and self["sasl.jaas.config"] is not None:
+                # Java's default login for OAUTHBEARER: unsecured tokens from the JAAS options.
+                from samsa.net.sasl import unsecured_login_callback
+
+                self._set("sasl.oauthbearer.token.callback", unsecured_login_callback(self["sasl.jaas.config"]))
             username, password = sasl_credentials(
                 self["sasl.mechanism"], jaas_config=self["sasl.jaas.config"],
                 username=self["sasl.username"], password=self["sasl.password"],

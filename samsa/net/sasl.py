@@ -20,16 +20,19 @@ from collections.abc import Callable
 from typing import Any
 
 from samsa.errors import (
+    ConfigError,
     SaslAuthenticationError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
     for_code,
 )
 from samsa.protocol import APIS, ApiKey, Message
+from samsa.security.jaas import OAUTHBEARER_LOGIN_MODULE, parse_jaas_config
+from samsa.security.oauthbearer import client_initial_response, unsecured_token
 from samsa.security.plain import plain_client_token
 from samsa.security.scram import MECHANISMS, ScramClient
 
-__all__ = ["SASL_HANDSHAKE_VERSION", "SaslClientAuthenticator"]
+__all__ = ["SASL_HANDSHAKE_VERSION", "SaslClientAuthenticator", "TokenCallback", "unsecured_login_callback"]
 
 # v0 sends the tokens as raw frames, v1 wraps them in SaslAuthenticate (KIP-152); v1 only.
 SASL_HANDSHAKE_VERSION = 1
@@ -78,7 +81,10 @@ class SaslClientAuthenticator:
                 f"{self._what()} failed: the token callback must return (token, expiry in seconds "
                 f"since the epoch), not ({type(token).__name__}, {type(expiry_s).__name__})")
         self.token_expiry_s = float(expiry_s)
-        return b"n,," + _KVSEP + f"auth=Bearer {token}".encode() + _KVSEP + _KVSEP
+        try:
+            return client_initial_response(token)
+        except ValueError as e:
+            raise SaslAuthenticationError(f"{self._what()} failed: the token callback's token: {e}") from None
 
     def _what(self) -> str:
         again = "re-authentication" if self.reauthentication else "authentication"
@@ -144,3 +150,62 @@ class SaslClientAuthenticator:
 
     def _done(self, answer: Any) -> None:
         self.session_lifetime_ms = getattr(answer, "session_lifetime_ms", 0) or 0
+
+
+_UNSECURED = "unsecuredLogin"
+
+
+def unsecured_login_callback(jaas_config: str, setting: str = "sasl.jaas.config") -> TokenCallback:
+    """Java's default OAUTHBEARER login (OAuthBearerUnsecuredLoginCallbackHandler): a token
+    callback making unsigned tokens from the JAAS options ``unsecuredLoginStringClaim_<name>``,
+    ``unsecuredLoginNumberClaim_<name>``, ``unsecuredLoginListClaim_<name>`` (first character:
+    the separator), ``unsecuredLoginPrincipalClaimName`` (``sub``), ``unsecuredLoginScopeClaimName``
+    (``scope``) and ``unsecuredLoginLifetimeSeconds`` (3600).  For tests and development only:
+    anyone can forge such a token.  ConfigError naming ``setting`` when the options are wrong."""
+    try:
+        entry = parse_jaas_config(jaas_config, setting)
+    except ValueError as e:
+        raise ConfigError(setting, str(e)) from None
+    if entry.login_module != OAUTHBEARER_LOGIN_MODULE:
+        raise ConfigError(setting, f"names the login module {entry.login_module}, but "
+                                   f"sasl.mechanism=OAUTHBEARER takes {OAUTHBEARER_LOGIN_MODULE}")
+    options = entry.options
+    principal_claim = options.get(f"{_UNSECURED}PrincipalClaimName", "sub")
+    scope_claim = options.get(f"{_UNSECURED}ScopeClaimName", "scope")
+    try:
+        lifetime_s = float(options.get(f"{_UNSECURED}LifetimeSeconds", "3600"))
+    except ValueError:
+        raise ConfigError(setting, f"{_UNSECURED}LifetimeSeconds must be a number") from None
+    claims: dict[str, Any] = {}
+    for name, value in options.items():
+        kind, _, claim = name.partition("_")
+        if kind == f"{_UNSECURED}StringClaim":
+            claims[claim] = value
+        elif kind == f"{_UNSECURED}NumberClaim":
+            try:
+                claims[claim] = float(value) if "." in value else int(value)
+            except ValueError:
+                raise ConfigError(setting, f"{name} must be a number") from None
+        elif kind == f"{_UNSECURED}ListClaim":
+            claims[claim] = [item for item in value[1:].split(value[:1])] if value else []
+        elif kind == f"{_UNSECURED}Extension":
+            raise ConfigError(setting, f"{name}: SASL extensions are not supported")
+        else:
+            continue
+        if claim in ("iat", "exp"):
+            raise ConfigError(setting, f"{name}: the {claim} claim is set automatically")
+    principal = claims.pop(principal_claim, None)
+    if not isinstance(principal, str) or not principal.strip():
+        raise ConfigError(setting, f"needs {_UNSECURED}StringClaim_{principal_claim}=\"<principal>\" "
+                                   "(the token's principal)")
+    scope = claims.get(scope_claim)
+    scopes: tuple[str, ...] = ()
+    if isinstance(scope, list):
+        scopes = tuple(claims.pop(scope_claim))
+
+    def callback() -> tuple[str, float]:
+        token = unsecured_token(principal, lifetime_s=lifetime_s, scopes=scopes, claims=claims,
+                                principal_claim=principal_claim, scope_claim=scope_claim)
+        return token.value, token.lifetime_ms / 1000.0
+
+    return callback

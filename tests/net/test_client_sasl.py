@@ -299,3 +299,53 @@ def test_oauthbearer_settings() -> None:
                          sasl_oauthbearer_token_callback="time:time")
     assert cfg["sasl.oauthbearer.token.callback"] is time.time
     assert cfg["sasl.username"] is None
+
+
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
+
+def test_javas_unsecured_login_makes_the_tokens() -> None:
+    from samsa.net.sasl import unsecured_login_callback
+    from samsa.security.oauthbearer import validate_unsecured_token
+
+    callback = unsecured_login_callback(
+        f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="olivia" '
+        'unsecuredLoginListClaim_scope=",read,write" unsecuredLoginNumberClaim_level="3" '
+        'unsecuredLoginLifetimeSeconds="60";')
+    value, expiry = callback()
+    assert time.time() + 50 < expiry <= time.time() + 60
+    token = validate_unsecured_token(value)
+    assert token.principal == "olivia"
+    assert token.scopes == frozenset({"read", "write"})
+
+
+@pytest.mark.parametrize(("jaas", "message"), [
+    (f"{OAUTH_MODULE} required;", "needs unsecuredLoginStringClaim_sub"),
+    (f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="o" unsecuredLoginNumberClaim_exp="1";',
+     "the exp claim is set automatically"),
+    (f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="o" unsecuredLoginExtension_x="1";',
+     "extensions are not supported"),
+    (f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="o" unsecuredLoginLifetimeSeconds="soon";',
+     "LifetimeSeconds must be a number"),
+    ('org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
+     "takes org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"),
+], ids=["no-principal", "exp-claim", "extension", "lifetime", "other-module"])
+def test_unsecured_login_mistakes(jaas: str, message: str) -> None:
+    from samsa.producer.config import ProducerConfig
+
+    with pytest.raises(ConfigError, match=message) as info:
+        ProducerConfig(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER", sasl_jaas_config=jaas)
+    assert info.value.setting == "sasl.jaas.config"
+
+
+def test_a_jaas_configured_oauthbearer_client_authenticates() -> None:
+    listener = SaslListener()
+    listener.mechanisms = ["OAUTHBEARER"]
+    jaas = f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="olivia";'
+    with FakeBroker(handler=listener) as broker:
+        client = NetworkClient.from_config({"security.protocol": "SASL_PLAINTEXT",
+                                            "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas})
+        # The scripted listener only takes "good-token": the point is the token sent.
+        with client, pytest.raises(SaslAuthenticationError, match="invalid_token"):
+            await_ready(client, node_of(broker), 20_000)
+        assert listener.tokens[0].startswith(b"n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.")

@@ -210,3 +210,12 @@ def test_a_refused_oauthbearer_token(broker: Broker, files: TlsFiles) -> None:
     security = oauthbearer(broker, files, lambda: (expired.value, expired.lifetime_ms / 1000.0))
     with AdminClient(security) as admin, pytest.raises(SaslAuthenticationError, match="invalid_token"):
         admin.list_topics()
+
+
+def test_oauthbearer_with_javas_unsecured_login_module(broker: Broker, files: TlsFiles) -> None:
+    security = {"bootstrap.servers": broker.bootstrap_servers_for("SASL_SSL"), "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "OAUTHBEARER", "ssl.ca.location": str(files.ca),
+                "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                    'required unsecuredLoginStringClaim_sub="olivia";'}
+    with KafkaProducer(security) as producer:
+        assert producer.send("oauth-jaas", b"unsigned but accepted").get(30).offset == 0
