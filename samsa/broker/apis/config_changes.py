@@ -23,6 +23,7 @@ from samsa.broker.apis.topic_configs import (
     ConfigType,
     validate_topic_config_values,
 )
+from samsa.broker.apis.topic_names import refuse_internal
 from samsa.broker.dynamic_config import DEFAULT_LAYER, check_broker_config
 from samsa.broker.request_channel import RequestContext
 from samsa.errors import (
@@ -123,6 +124,7 @@ def alter_topic(services: BrokerServices, name: str, configs: Mapping[str, str],
                 validate_only: bool) -> None:
     """Make ``configs`` the topic's whole set of overrides; raises a KafkaError."""
     overrides = validate_topic_config_values(configs)  # INVALID_CONFIG first, as Kafka does
+    refuse_internal(name, "alter the configs of")
     if services.topic(name) is None:
         raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
     services.logs.set_topic_configs(name, overrides, validate_only=validate_only)

@@ -8,6 +8,7 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.topic_names import refuse_internal
 from samsa.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -25,6 +26,7 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 def _grow(services: BrokerServices, topic: Any, validate_only: bool) -> None:
     name = topic.name
     count = topic.count
+    refuse_internal(name, "add partitions to")
     info = services.topic(name)
     if info is None:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

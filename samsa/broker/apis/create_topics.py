@@ -10,7 +10,7 @@ from samsa.broker.apis.describe_configs import topic_config_entries
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_configs import validate_topic_config_values
-from samsa.broker.apis.topic_names import topic_name_problem
+from samsa.broker.apis.topic_names import refuse_internal, topic_name_problem
 from samsa.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -35,6 +35,7 @@ def _plan(services: BrokerServices, topic: Any) -> tuple[int, dict[str, str]]:
     problem = topic_name_problem(name)
     if problem is not None:
         raise InvalidTopicError(problem)
+    refuse_internal(name, "create")
     if services.topic(name) is not None:
         raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
     node = services.node.node_id

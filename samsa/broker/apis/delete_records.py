@@ -5,6 +5,7 @@ from __future__ import annotations
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.topic_names import refuse_internal_data
 from samsa.errors import KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from samsa.protocol import DeleteRecordsResponse
 from samsa.security.acl import AclOperation
@@ -14,6 +15,10 @@ PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
 def _delete(services: BrokerServices, topic: str, index: int, offset: int) -> PartitionResult:
+    try:
+        refuse_internal_data(topic, "delete records of")
+    except KafkaError as exc:
+        return PartitionResult(partition_index=index, low_watermark=-1, error_code=exc.code)
     log = services.get_log(topic, index)
     if log is None:
         return PartitionResult(partition_index=index, low_watermark=-1,

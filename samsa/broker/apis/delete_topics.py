@@ -8,6 +8,7 @@ from collections import Counter
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices, as_bool
+from samsa.broker.apis.topic_names import refuse_internal
 from samsa.errors import (
     InvalidRequestError,
     KafkaError,
@@ -25,6 +26,7 @@ Result = DeleteTopicsResponse.DeletableTopicResult
 
 def delete_topic(services: BrokerServices, name: str) -> uuid.UUID:
     """Delete the topic and wake the fetches parked on it (they answer with an error)."""
+    refuse_internal(name, "delete")
     info = services.topic(name)
     if info is None:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

@@ -18,11 +18,13 @@ from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.produce_response import success_frame
 from samsa.broker.apis.services import BrokerServices
+from samsa.broker.apis.topic_names import INTERNAL_TOPICS
 from samsa.broker.log import AppendResult
 from samsa.broker.log.up_conversion import up_convert
 from samsa.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     InvalidTxnStateError,
     KafkaError,
     TopicAuthorizationFailedError,
@@ -93,6 +95,8 @@ def _append(services: BrokerServices, topic: str, index: int,
             records: bytes | memoryview | None, transactional: bool,
             now: int, version: int) -> AppendResult | PartitionResponse:
     """The append's result, or the failed partition's response."""
+    if topic in INTERNAL_TOPICS:  # the coordinators write these, never a client
+        return _failed(index, InvalidTopicError.code, f"Cannot append to internal topic {topic}")
     log = services.get_log(topic, index)
     if log is None:
         return _failed(index, UnknownTopicOrPartitionError.code,
