@@ -6,8 +6,8 @@
   channel (samsa/broker/handler_pool.py) are wired in by samsa/broker/server.py.
 * ``Processor`` (processor.py): a selector loop over its connections: size-prefixed frames,
   request decoding, per-connection ordering, partial writes, idle timeouts.
-* ``Connection`` / ``Outgoing`` (connection.py): frame reading into preallocated buffers, and
-  response writing (writev for bytes chunks, sendfile for file slices).
+* ``Connection`` / ``Outgoing`` (connection.py): frame reading into buffers that grow with the
+  bytes that arrived, and response writing (writev for bytes chunks, sendfile for file slices).
 
 The handler side only sees ``RequestContext`` (samsa/broker/request_channel.py).
 ``probe.api_versions_probe`` is the blocking ApiVersions round trip ``Broker.wait_until_ready``

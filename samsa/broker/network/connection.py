@@ -2,9 +2,12 @@
 
 Reads happen on the owning Processor's thread only.  Small frames are carved out of a
 per-connection buffer (one ``recv_into`` may bring several pipelined requests); a frame larger
-than that buffer gets a bytearray of its exact size that the rest of it is received into, so a
-1 MiB produce request is copied from the kernel once and decoded in place (records values are
-memoryviews of it).
+than that buffer gets a bytearray of its own that the rest of it is received into, so a 1 MiB
+produce request is decoded in place (records values are memoryviews of it).  That bytearray
+grows with the bytes that really arrived (doubling, up to the size prefix), never from the size
+prefix alone: a client that sends a 100 MB size and then trickles (or nothing) holds what it
+sent, not 100 MB.  Kafka sizes its NetworkReceive from the prefix and bounds the total with a
+MemoryPool (queued.max.request.bytes); growing instead bounds each connection by its own bytes.
 
 Writes may happen on a handler thread (the fast path: a response usually fits the socket buffer
 at once) or on the Processor thread (the rest of a response that did not); ``lock`` makes sure
@@ -28,6 +31,9 @@ from samsa.broker.log.down_conversion import LazyDownConversionRecords
 __all__ = ["Connection", "FrameSizeError", "Outgoing", "TlsConnection"]
 
 READ_BUFFER_BYTES = 64 * 1024
+# First capacity of a frame's own buffer: twice the read buffer, so a request that arrives in a
+# burst is received with a few doublings (each one copy of what arrived so far).
+FIRST_FRAME_BUFFER_BYTES = 2 * READ_BUFFER_BYTES
 _SIZE = struct.Struct(">i")
 _MAX_RECVS_PER_READ = 16
 _MAX_IOV = 512  # buffers per sendmsg call (the OS limit, IOV_MAX, is 1024 on Linux)
@@ -187,6 +193,7 @@ class Connection:
     __slots__ = (
         "_big",
         "_big_have",
+        "_big_size",
         "_big_view",
         "_peer_closed",
         "_rbuf",
@@ -237,6 +244,7 @@ class Connection:
         self._big: bytearray | None = None
         self._big_view: memoryview | None = None
         self._big_have = 0
+        self._big_size = 0  # the size prefix of the frame being received into _big
         self.busy = False
         self.pending: deque[Any] = deque()
         self.pending_bytes = 0
@@ -262,6 +270,8 @@ class Connection:
         for _ in range(_MAX_RECVS_PER_READ):
             big = self._big_view
             if big is not None:
+                if self._big_have == len(big):
+                    big = self._grow_big()
                 want = len(big) - self._big_have
                 try:
                     n = sock.recv_into(big[self._big_have:], want)
@@ -273,6 +283,8 @@ class Connection:
                 self._big_have += n
                 if n < want:
                     return frames  # the socket is drained (or nearly); wait for readiness
+                if self._big_have < self._big_size:
+                    continue  # the buffer is full, the frame is not: grow it on the next turn
                 frames.append(self._big)
                 big.release()
                 self._big = self._big_view = None
@@ -313,14 +325,26 @@ class Connection:
                 start = body + size
                 continue
             if size + 4 > len(rbuf):
-                # Too big for the buffer: give it its own, received into directly from now on.
-                big = bytearray(size)
+                # Too big for the buffer: give it its own, received into directly from now on,
+                # sized by what arrived (the prefix alone allocates nothing more).
                 have = end - body
+                big = bytearray(min(size, max(FIRST_FRAME_BUFFER_BYTES, 2 * have)))
                 big[:have] = rview[body:end]
                 self._big, self._big_view, self._big_have = big, memoryview(big), have
+                self._big_size = size
                 start = end = 0
             break
         self._rstart, self._rend = start, end
+
+    def _grow_big(self) -> memoryview:
+        """Double the frame's buffer (up to its size prefix): its bytes so far are all there."""
+        assert self._big is not None and self._big_view is not None
+        have = self._big_have
+        grown = bytearray(min(self._big_size, 2 * len(self._big)))
+        grown[:have] = self._big_view
+        self._big_view.release()
+        self._big, self._big_view = grown, memoryview(grown)
+        return self._big_view
 
     def peer_closed(self) -> bool:
         """The client closed its side of the connection (recv returned no bytes)."""
