@@ -259,6 +259,7 @@ class Processor:
 
     def _continue_tls_handshake(self, conn: Connection) -> None:
         sock: Any = conn.sock
+        conn.last_active = time.monotonic()
         try:
             sock.do_handshake()
         except ssl.SSLWantReadError:
@@ -636,6 +637,9 @@ class Processor:
     def _on_writable(self, conn: Connection) -> None:
         failed = None
         with conn.lock:
+            # Any readiness is activity (Kafka's Selector updates its idle-expiry clock on every
+            # selected key): a client that reads its responses slowly is not idle.
+            conn.last_active = time.monotonic()
             out = conn.outgoing
             if out is None or conn.closed:
                 done = False
@@ -649,7 +653,6 @@ class Processor:
                     conn.close_reason = failed
                 if done:
                     conn.outgoing = None
-                    conn.last_active = time.monotonic()
         if failed is not None:
             self._close_now(conn)
             return
@@ -705,11 +708,16 @@ class Processor:
         log.debug("closed %s: %s", conn.id, conn.close_reason)
 
     def _close_idle(self, now: float) -> None:
+        """Close connections without activity for connections.max.idle.ms, as Kafka's Selector
+        does: idle ones, ones that stalled mid-request (a size prefix or part of a body, then
+        nothing) and ones whose client stopped reading its responses.  Only a request still in
+        a handler's hands (a parked Fetch, a JoinGroup) keeps a quiet connection open."""
         limit = now - self._idle_s
         for conn in list(self._connections):
-            if conn.last_active < limit and not conn.busy:
+            if conn.last_active < limit and (not conn.busy or conn.outgoing is not None):
                 with conn.lock:
-                    if conn.busy or conn.closed or conn.last_active >= limit:
+                    if (conn.closed or conn.last_active >= limit
+                            or (conn.busy and conn.outgoing is None)):
                         continue
                     conn.closed = True
                     conn.close_reason = (f"idle for more than {self._idle_s * 1000:.0f} ms "
