@@ -168,6 +168,9 @@ def _log_settings(d: ConfigDef) -> None:
              "How often idle producer ids are expired.")
     d.define("fetch.max.bytes", Type.INT, 57_671_680, at_least(1024),
              "Largest fetch response the broker builds.")
+    d.define("samsa.log.open.files.max", Type.INT, 0, at_least(0),
+             "Segment files kept open at once (an LRU; others are reopened on use); 0 = a "
+             "quarter of the soft RLIMIT_NOFILE.")
 
 
 def _coordinator_settings(d: ConfigDef) -> None:

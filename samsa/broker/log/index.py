@@ -2,8 +2,8 @@
 
 Both use Kafka's on-disk entry formats (OffsetIndex, TimeIndex) so the files look like Kafka's, but they are
 plain append files rather than preallocated mmaps: entries live in memory (for binary search) and
-reach the file in one ``pwrite`` per ``flush``, ``trim``, ``close`` or truncation rather than one
-per entry -- a segment is flushed before the recovery point passes it, and every segment after
+reach the file in one open-``pwrite``-close per ``flush``, ``trim``, ``close`` or truncation
+rather than one write per entry, so an index holds no descriptor between writes -- a segment is flushed before the recovery point passes it, and every segment after
 the recovery point has its indexes rebuilt after a crash, so entries not yet written are never
 needed from the file.  Indexes carry no
 checksum; ``sanity_check`` catches the damage a crash can do, and the owner rebuilds the index
@@ -39,23 +39,37 @@ TimestampOffset = tuple[int, int]
 
 
 class _IndexFile:
-    """An append-only file of fixed-size big-endian entries, mirrored in memory."""
+    """An append-only file of fixed-size big-endian entries, mirrored in memory.
+
+    The file is open only while it is read (at load) or written (flush, trim, close,
+    truncation), so an idle index holds no descriptor; it is created by its first write.
+    """
 
     entry: struct.Struct
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._keys: list[int] = []
         self._values: list[int] = []
         self.load_error: str | None = None
+        self._file_size = -1  # bytes in the file as last seen or written; -1: no file
+        self._dirty = False  # written since the last fsync
+        self._closed = False
         self._load()
         self._written = len(self._keys)  # entries already in the file
 
     def _load(self) -> None:
-        size = os.fstat(self._fd).st_size
-        data = os.pread(self._fd, size, 0) if size else b""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0) if size else b""
+        finally:
+            os.close(fd)
+        self._file_size = size
         if size % self.entry.size:
             # A torn last entry: keep the whole entries and let sanity_check report it.
             self.load_error = f"size {size} is not a multiple of the entry size {self.entry.size}"
@@ -66,16 +80,38 @@ class _IndexFile:
     def _add(self, a: int, b: int) -> None:
         raise NotImplementedError
 
-    def _write_pending(self, upto: int | None = None) -> None:
-        """Write the entries not yet in the file (up to ``upto`` entries in all)."""
+    def _sync_file(self, upto: int | None = None, *, cut: bool = False, fsync: bool = False) -> None:
+        """Bring the file in line with memory in one open: write the entries not yet in it (up
+        to ``upto`` entries in all), with ``cut`` drop whatever lies past them, with ``fsync``
+        make it durable.  Does not open the file when there is nothing to do."""
+        if self._closed:
+            return
         end = len(self._keys) if upto is None else min(upto, len(self._keys))
         start = self._written
-        if end <= start or self._fd < 0:
+        size = self.entry.size
+        pending = end > start
+        cutting = cut and self._file_size != end * size
+        if not pending and not cutting and not (fsync and self._dirty):
             return
-        pack = self.entry.pack
-        data = b"".join([pack(a, b) for a, b in zip(self._keys[start:end], self._values[start:end])])
-        os.pwrite(self._fd, data, start * self.entry.size)
-        self._written = end
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if pending:
+                pack = self.entry.pack
+                data = b"".join([pack(a, b) for a, b in
+                                 zip(self._keys[start:end], self._values[start:end])])
+                os.pwrite(fd, data, start * size)
+                self._written = end
+                self._file_size = max(self._file_size, end * size)
+                self._dirty = True
+            if cutting:
+                os.ftruncate(fd, end * size)
+                self._file_size = end * size
+                self._dirty = True
+            if fsync:
+                os.fsync(fd)
+                self._dirty = False
+        finally:
+            os.close(fd)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -85,11 +121,10 @@ class _IndexFile:
         return len(self._keys) * self.entry.size
 
     def _truncate_entries(self, count: int) -> None:
-        self._write_pending(count)
+        self._sync_file(count, cut=True)
         del self._keys[count:]
         del self._values[count:]
         self._written = min(self._written, count)
-        os.ftruncate(self._fd, count * self.entry.size)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
@@ -99,23 +134,22 @@ class _IndexFile:
     def trim(self) -> None:
         """Write pending entries and cut the file to the entries kept in memory (drops a torn
         tail entry)."""
-        self._write_pending()
-        os.ftruncate(self._fd, self.size_bytes)
+        self._sync_file(cut=True)
 
     def flush(self) -> None:
-        self._write_pending()
-        os.fsync(self._fd)
+        self._sync_file(cut=True, fsync=True)  # cut: also creates a missing file
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if not self._closed:
             self.trim()
-            os.close(self._fd)
-            self._fd = -1
+            self._closed = True
+
+    def abandon(self) -> None:
+        """Stop writing the file, leaving pending entries unwritten (as a crash would)."""
+        self._closed = True
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
         self.path.unlink(missing_ok=True)
 
     def _relative(self, offset: int) -> int:

@@ -30,6 +30,7 @@ from samsa.broker.log.files import (
     is_segment_file_name,
     offset_from_filename,
 )
+from samsa.broker.log.handle_cache import HandleCache
 from samsa.broker.log.producer_state import (
     AbortedTxn,
     ProducerStateEntry,
@@ -352,8 +353,10 @@ class Log:
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
         now_ms: int | None = None,
+        files: HandleCache | None = None,
     ) -> None:
         self.dir = Path(directory)
+        self._files = files  # the broker's cache of open segment files (None: the shared one)
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -422,6 +425,7 @@ class Log:
             index_interval_bytes=self.config.index_interval_bytes,
             max_index_bytes=self.config.segment_index_bytes,
             now_ms=now_ms,
+            files=self._files,
         )
 
     def _load_producer_state(self) -> None:
@@ -1040,10 +1044,11 @@ class Log:
             self._closed = True
 
     def abandon(self) -> None:
-        """Close file descriptors without flushing or snapshotting (tests simulating a crash)."""
+        """Release file descriptors without writing anything: no flush, no snapshot, no index
+        write (a crash, in tests; undoing a failed topic creation)."""
         with self._lock:
             for segment in self.segments:
-                segment.close()
+                segment.abandon()
             self._closed = True
 
     def delete(self) -> None:

@@ -48,6 +48,7 @@ from samsa.broker.log.files import (
     parse_partition_dir_name,
     partition_dir_name,
 )
+from samsa.broker.log.handle_cache import HandleCache
 from samsa.broker.log.log import Log
 from samsa.errors import (
     InvalidPartitionsError,
@@ -118,6 +119,8 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config = resolve_broker_config(config)
+        # Every segment of this broker opens its .log through one bounded cache (handle_cache.py).
+        self.files = HandleCache(int(self.config.get("samsa.log.open.files.max") or 0))
         self._lock = threading.RLock()
         self._lock_fd = self._acquire_dir_lock()
         self._topics: dict[str, TopicInfo] = {}
@@ -197,7 +200,7 @@ class LogManager:
         return Log(
             directory, log_config, topic=info.name, partition=partition,
             recovery_point=recovery_point, log_start_offset=log_start_offset,
-            clean_shutdown=clean, now_ms=now_ms,
+            clean_shutdown=clean, now_ms=now_ms, files=self.files,
         )
 
     def _read_topics(self) -> dict[str, TopicInfo]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from samsa.broker.log.file_slice import FileHandle, FileSlice
 from samsa.broker.log.files import segment_paths
+from samsa.broker.log.handle_cache import HandleCache, shared_cache
 from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from samsa.errors import CorruptRecordError
 from samsa.records import (
@@ -41,7 +42,12 @@ class BatchPosition:
 
 
 class LogSegment:
-    """Files ``<20-digit base offset>.log/.index/.timeindex`` in a partition directory."""
+    """Files ``<20-digit base offset>.log/.index/.timeindex`` in a partition directory.
+
+    The ``.log`` descriptor comes from ``files`` (a bounded cache shared by every segment of a
+    broker) on each use, so an idle segment holds none; the index files are opened only to be
+    written (see index.py).
+    """
 
     def __init__(
         self,
@@ -51,14 +57,17 @@ class LogSegment:
         index_interval_bytes: int = 4096,
         max_index_bytes: int = 10 * 1024 * 1024,
         now_ms: int = 0,
+        files: HandleCache | None = None,
     ) -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_entries = max(max_index_bytes // 8, 1)
         self.log_path, index_path, time_index_path = segment_paths(directory, base_offset)
-        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._handle = FileHandle(fd, str(self.log_path))
-        self.size = os.fstat(fd).st_size
+        self._files = files if files is not None else shared_cache()
+        self._path = str(self.log_path)
+        self._closed = False
+        handle = self._files.get(self._path, create=True)
+        self.size = os.fstat(handle.fd).st_size
         self._indexes_missing = not (index_path.exists() and time_index_path.exists())
         self.offset_index = OffsetIndex(index_path, base_offset)
         self.time_index = TimeIndex(time_index_path, base_offset)
@@ -72,6 +81,13 @@ class LogSegment:
         self._first_batch_timestamp: int | None = None  # for time-based rolls, loaded lazily
         self.next_offset = base_offset
         self.flushed = self.size == 0
+
+    def _handle(self) -> FileHandle:
+        """The open ``.log`` (reopened if the cache dropped it); a dead handle once closed.
+        Callers keep it in a local while they use its descriptor."""
+        if self._closed:
+            return FileHandle(-1, self._path)
+        return self._files.get(self._path)
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -112,7 +128,8 @@ class LogSegment:
         self.offset_of_max_timestamp = self.base_offset
         self._first_batch_timestamp = None
         self.next_offset = self.base_offset
-        fd = self._handle.fd
+        handle = self._handle()
+        fd = handle.fd
         file_size = os.fstat(fd).st_size
         pos = 0
         buf = b""
@@ -168,7 +185,8 @@ class LogSegment:
 
     def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
         """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
-        fd = self._handle.fd
+        handle = self._handle()
+        fd = handle.fd
         try:
             written = os.pwrite(fd, data, self.size)  # one call, unless the disk writes short
             if written < len(data):
@@ -197,7 +215,8 @@ class LogSegment:
         removed = self.size - position
         if removed <= 0:
             return 0
-        os.ftruncate(self._handle.fd, position)
+        handle = self._handle()
+        os.ftruncate(handle.fd, position)
         self.size = position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
@@ -226,7 +245,8 @@ class LogSegment:
         """fsync the log file and both indexes."""
         if self.flushed:
             return
-        os.fsync(self._handle.fd)
+        handle = self._handle()
+        os.fsync(handle.fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.flushed = True
@@ -235,7 +255,8 @@ class LogSegment:
 
     def iter_batches(self, start: int, end: int) -> Iterator[BatchPosition]:
         """Headers of the batches between file positions ``start`` and ``end`` (no CRC check)."""
-        fd = self._handle.fd
+        handle = self._handle()
+        fd = handle.fd
         pos = start
         buf = b""
         buf_start = start
@@ -284,10 +305,10 @@ class LogSegment:
             return None
         wanted = max(max_bytes, found.header.size) if min_one_message else max_bytes
         size = min(limit - found.position, wanted)
-        return FileSlice(self._handle, found.position, max(size, 0))
+        return FileSlice(self._handle(), found.position, max(size, 0))
 
     def read_bytes(self, position: int, size: int) -> bytes:
-        return FileSlice(self._handle, position, size).read()
+        return FileSlice(self._handle(), position, size).read()
 
     def find_offset_by_timestamp(self, timestamp: int) -> BatchPosition | None:
         """The first batch whose max timestamp is >= ``timestamp``, or None."""
@@ -357,14 +378,23 @@ class LogSegment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
-        self._handle.close()
+        self._closed = True
+        self._files.close(self._path)
+
+    def abandon(self) -> None:
+        """Release the descriptor without writing the indexes (a crash, or undoing a create)."""
+        self.offset_index.abandon()
+        self.time_index.abandon()
+        self._closed = True
+        self._files.close(self._path)
 
     def delete(self) -> None:
         """Unlink the files.  Slices already handed out stay readable until dropped."""
         self.offset_index.delete()
         self.time_index.delete()
+        self._closed = True
+        self._files.forget(self._path)
         self.log_path.unlink(missing_ok=True)
-        self._handle = FileHandle(-1, str(self.log_path))
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, base={self.base_offset}, size={self.size})"

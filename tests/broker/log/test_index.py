@@ -226,10 +226,27 @@ def test_index_files_are_created_rw_r_r(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
         index = OffsetIndex(tmp_path / "0.index", 0)
+        index.close()  # the first write creates the file
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "0.index").stat().st_mode) == 0o644
-    index.close()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_an_index_holds_no_descriptor_between_writes(tmp_path: Path) -> None:
+    before = _open_descriptors()
+    indexes = [OffsetIndex(tmp_path / f"{i}.index", 0) for i in range(50)]
+    for index in indexes:
+        index.append(10, 100)
+        index.flush()
+    assert _open_descriptors() == before
+    for index in indexes:
+        index.close()
+    again = OffsetIndex(tmp_path / "7.index", 0)
+    assert again.lookup(10) == (10, 100) and _open_descriptors() == before
 
 
 def test_the_largest_relative_offset_is_int32_max(tmp_path: Path) -> None:

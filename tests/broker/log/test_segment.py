@@ -36,12 +36,12 @@ def _fill(segment: LogSegment, batches: int, records: int = 2, value_size: int =
 
 def test_files_are_named_by_20_digit_base_offset(tmp_path: Path) -> None:
     segment = LogSegment(tmp_path, 42)
+    segment.close()  # the index files are made by their first write
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "00000000000000000042.index",
         "00000000000000000042.log",
         "00000000000000000042.timeindex",
     ]
-    segment.close()
 
 
 def test_append_read_round_trip(tmp_path: Path) -> None:

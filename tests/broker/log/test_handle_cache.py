@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.log import handle_cache
+from samsa.broker.log.handle_cache import HandleCache
+from samsa.broker.log.segment import LogSegment
+from samsa.records import read_batch_header, set_base_offset
+
+from .conftest import build_batch
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _segment_with_one_batch(directory: Path, files: HandleCache, tag: int) -> LogSegment:
+    directory.mkdir()
+    segment = LogSegment(directory, 0, files=files)
+    buf = bytearray(build_batch(1, value_size=20, key_prefix=b"seg%d-" % tag))
+    set_base_offset(buf, 0, 0)
+    segment.append(buf, [read_batch_header(buf)])
+    return segment
+
+
+def test_segments_hold_at_most_the_cache_capacity_of_descriptors(tmp_path: Path) -> None:
+    files = HandleCache(8)
+    before = _open_descriptors()
+    segments = [_segment_with_one_batch(tmp_path / f"t-{i}", files, i) for i in range(200)]
+    assert _open_descriptors() - before <= 8
+    # Every segment still reads and appends: evicted files are reopened on use.
+    for i, segment in enumerate(segments):
+        piece = segment.read(0, 1 << 20)
+        assert piece is not None and b"seg%d-" % i in piece.read()
+        buf = bytearray(build_batch(1))
+        set_base_offset(buf, 0, 1)
+        segment.append(buf, [read_batch_header(buf)])
+        assert segment.next_offset == 2
+    assert _open_descriptors() - before <= 8
+    assert files.opens > 200  # reopened after eviction
+    for segment in segments:
+        segment.close()
+    assert _open_descriptors() == before
+
+
+def test_a_slice_of_an_evicted_file_keeps_reading_that_file(tmp_path: Path) -> None:
+    files = HandleCache(2)
+    first = _segment_with_one_batch(tmp_path / "t-0", files, 0)
+    piece = first.read(0, 1 << 20)
+    assert piece is not None
+    # Evict the first segment's handle; other files now take its place (and maybe its number).
+    others = [_segment_with_one_batch(tmp_path / f"u-{i}", files, 100 + i) for i in range(5)]
+    assert b"seg0-" in piece.read()
+    for segment in [first, *others]:
+        segment.close()
+
+
+def test_a_closed_segment_does_not_reopen_its_file(tmp_path: Path) -> None:
+    files = HandleCache(4)
+    segment = _segment_with_one_batch(tmp_path / "t-0", files, 0)
+    segment.close()
+    assert len(files) == 0
+    with pytest.raises((OSError, ValueError), match="closed|Bad file"):
+        segment.read_bytes(0, 10)
+    assert len(files) == 0
+
+
+def test_running_out_of_descriptors_gives_back_cached_ones_and_retries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = HandleCache(10)
+    segments = [_segment_with_one_batch(tmp_path / f"t-{i}", files, i) for i in range(10)]
+    real_open = os.open
+    failures = [errno.EMFILE]
+
+    def open_once_out_of_descriptors(path: str, flags: int, mode: int = 0o777) -> int:
+        if failures and str(path).endswith(".log"):
+            raise OSError(failures.pop(), os.strerror(errno.EMFILE))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(handle_cache.os, "open", open_once_out_of_descriptors)
+    extra = _segment_with_one_batch(tmp_path / "t-new", files, 99)
+    assert len(files) <= 6  # half given back, then the new file
+    assert extra.read_bytes(0, 10)
+    for segment in [*segments, extra]:
+        segment.close()
+
+
+def test_the_automatic_capacity_is_a_quarter_of_the_soft_descriptor_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handle_cache.resource, "getrlimit", lambda _: (1024, 4096))
+    assert HandleCache().capacity == 256
+    assert HandleCache(0).capacity == 256
+    assert HandleCache(50).capacity == 50
+    monkeypatch.setattr(handle_cache.resource, "getrlimit", lambda _: (20, 4096))
+    assert HandleCache().capacity == handle_cache.MIN_CAPACITY
