@@ -13,6 +13,10 @@ Fetch: M records (default 500,000; the mock keeps only ~5 MiB per partition, so 
 over 16 partitions) are written, then a confluent-kafka consumer assigned to every partition
 reads them all; time from assign() to the last record.
 
+``--baseline REV`` also runs the samsa broker of git revision REV (checked out in a temporary
+worktree, imported from there) in the same run, and prints new/baseline ratios: the way to show
+what a change to the broker costs or gains, measured side by side on the same machine.
+
 Rows are run ``--repeat`` times (default 3), the two brokers alternating, and the best run is
 kept, so other load on the machine slows both alike.  Prints records/s and MB/s (of values),
 the broker process's CPU share, and samsa/mock ratios.  The goal is samsa
@@ -33,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -60,7 +64,9 @@ def make_values(count: int = 1024) -> list[bytes]:
 
 
 @contextmanager
-def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
+def samsa_broker(data_dir: str, profile: str | None, *, name: str = "samsa",
+                 source: str | None = None) -> Iterator[Server]:
+    """``samsa broker`` from this checkout, or imported from the checkout at ``source``."""
     cmd = [sys.executable, "-m", "samsa.cli", "broker", "--host", "127.0.0.1", "--port", "0",
            "--data-dir", data_dir, "--log-level", "WARNING", "--config",
            f"num.partitions={PRODUCE_PARTITIONS}"]
@@ -72,7 +78,10 @@ def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
         flags = os.environ.get("PYSPY_FLAGS", "").split()
         cmd = [py_spy, "record", "--threads", "--rate", rate, *flags, "--format", fmt,
                "-o", profile, "--", *cmd]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    env = None
+    if source is not None:  # its samsa package first on sys.path, before the editable install
+        env = {**os.environ, "PYTHONPATH": source}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=source, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     while line and not line.startswith("listening on "):
@@ -81,7 +90,7 @@ def samsa_broker(data_dir: str, profile: str | None) -> Iterator[Server]:
         proc.wait(10)
         raise RuntimeError("samsa broker did not start")
     try:
-        yield Server("samsa", line.split()[-1], proc)
+        yield Server(name, line.split()[-1], proc)
     finally:
         # SIGINT reaches the broker (py-spy forwards it and then writes its profile).
         proc.send_signal(signal.SIGINT if profile else signal.SIGTERM)
@@ -106,6 +115,20 @@ def mock_cluster(topics: list[tuple[str, int]]) -> Iterator[Server]:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+
+
+@contextmanager
+def worktree(revision: str) -> Iterator[str]:
+    """A temporary checkout of ``revision`` (git worktree), removed afterwards."""
+    path = tempfile.mkdtemp(prefix="samsa-baseline-")
+    subprocess.run(["git", "-C", REPO_ROOT, "worktree", "add", "--detach", "--force", path,
+                    revision], check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", REPO_ROOT, "worktree", "remove", "--force", path],
+                       check=False, capture_output=True)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -184,7 +207,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def produce_row(server: Server, topic: str, n: int, codec: str, batch_size: int,
                 values: list[bytes]) -> tuple[float, float]:
     """(records/s, broker CPU share) of one produce run."""
-    if server.name == "samsa":
+    if server.name != "mock":
         create_topic(server.bootstrap, topic, PRODUCE_PARTITIONS)
     cpu0 = cpu_seconds(server.proc.pid)
     seconds = produce(server.bootstrap, topic, n, codec, batch_size, values)
@@ -221,7 +244,7 @@ def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[b
     for codec in codecs if fetch_n > 0 else ():
         topic = f"fetch-{codec}"
         for server in servers:
-            if server.name == "samsa":
+            if server.name != "mock":
                 create_topic(server.bootstrap, topic, FETCH_PARTITIONS)
             produce(server.bootstrap, topic, fetch_n, codec, 1024 * 1024, values)
         label = f"fetch   {codec:<4} ({FETCH_PARTITIONS} partitions)"
@@ -246,16 +269,26 @@ def main() -> int:
                         help="run this codec's rows only (repeatable)")
     parser.add_argument("--batch-kib", type=int, choices=[b // 1024 for b in BATCH_SIZES],
                         action="append", help="run this batch.size's produce rows only")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="also run the samsa broker of git revision REV, same run")
     args = parser.parse_args()
 
     values = make_values()
     topics = [(f"produce-{c}-{b}-{r}", PRODUCE_PARTITIONS)
               for c in CODECS for b in BATCH_SIZES for r in range(args.repeat)]
     topics += [(f"fetch-{c}", FETCH_PARTITIONS) for c in CODECS]
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as data_dir, \
-            samsa_broker(data_dir, args.profile) as samsa, mock_cluster(topics) as mock:
+    with ExitStack() as stack:
+        data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="samsa-bench-"))
+        samsa = stack.enter_context(samsa_broker(data_dir + "/new", args.profile))
+        mock = stack.enter_context(mock_cluster(topics))
         print(f"samsa broker at {samsa.bootstrap}, mock cluster at {mock.bootstrap}", flush=True)
         servers = [s for s in (samsa, mock) if args.only in (None, s.name)]
+        if args.baseline:
+            source = stack.enter_context(worktree(args.baseline))
+            servers.insert(1, stack.enter_context(samsa_broker(
+                data_dir + "/base", None, name="base", source=source)))
+            print(f"baseline: samsa broker of {args.baseline} at {servers[1].bootstrap}",
+                  flush=True)
         codecs = tuple(args.codecs or CODECS)
         batch_sizes = tuple(k * 1024 for k in args.batch_kib) if args.batch_kib else BATCH_SIZES
         results = run(servers, args.records, args.fetch_records, args.repeat, values, codecs,
@@ -274,6 +307,14 @@ def main() -> int:
         m_cost = m_cpu / m_rate * 1e6 if m_rate else 0.0
         print(f"{label:<36}{s_rate:>12,.0f}{s_rate * mb:>7.1f}{s_cpu:>6.0%}{s_cost:>6.2f}"
               f"{m_rate:>12,.0f}{m_rate * mb:>7.1f}{m_cpu:>6.0%}{m_cost:>6.2f}{ratio:>7}")
+    if args.baseline:
+        print(f"\n{'':<36}{'base rec/s':>12}{'s/M':>6}{'new/base':>10}")
+        for label in labels:
+            s_rate = results.get((label, "samsa"), (0.0, 0.0))[0]
+            b_rate, b_cpu = results.get((label, "base"), (0.0, 0.0))
+            b_cost = b_cpu / b_rate * 1e6 if b_rate else 0.0
+            ratio = f"{s_rate / b_rate:.2f}x" if s_rate and b_rate else "-"
+            print(f"{label:<36}{b_rate:>12,.0f}{b_cost:>6.2f}{ratio:>10}")
     print("\nCPU = broker process CPU time / wall time (100% = one core); s/M = broker CPU "
           "seconds per million records.\nTarget: samsa produce >= 0.75x mock.")
     return 0
