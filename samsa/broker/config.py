@@ -24,6 +24,7 @@ this is one node that is broker and controller at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,10 @@ SASL_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBE
 _PER_MECHANISM = ("sasl.jaas.config", "sasl.server.callback.handler.class",
                   "sasl.login.callback.handler.class", "sasl.login.class",
                   "connections.max.reauth.ms")
+# Other settings Kafka takes per listener (listener.name.<l>.<setting>).
+_PER_LISTENER = ("connection.failed.authentication.delay.ms", "max.connections")
+# Characters of a host in max.connections.per.ip.overrides (Kafka's Utils.validHostPattern).
+_HOST_PATTERN = re.compile(r"[0-9a-zA-Z\-%._:]*")
 
 
 def _network_settings(d: ConfigDef) -> None:
@@ -85,7 +90,16 @@ def _network_settings(d: ConfigDef) -> None:
              "Requests waiting for a handler thread before the network threads block.")
     d.define("connections.max.idle.ms", Type.LONG, 600_000, at_least(1),
              "Close connections idle this long.")
-    d.define("max.connections", Type.INT, _INT_MAX, at_least(0), "Accepted; not enforced.")
+    d.define("max.connections", Type.INT, _INT_MAX, at_least(0),
+             "Connections the broker holds at once (KIP-402); listener.name.<listener>."
+             "max.connections limits one listener.  At the limit the broker stops accepting: "
+             "new connections wait in the listen backlog until others close.")
+    d.define("max.connections.per.ip", Type.INT, _INT_MAX, at_least(0),
+             "Connections from one client address; past it a new connection is closed at once. "
+             "0 is allowed only with max.connections.per.ip.overrides.")
+    d.define("max.connections.per.ip.overrides", Type.STRING, "", None,
+             "Per-address exceptions to max.connections.per.ip: host:count,... "
+             "(\"hostName:100,127.0.0.1:200\"); host names are resolved at start.")
     d.define("broker.rack", Type.STRING, None, None, "Rack reported in Metadata.")
 
 
@@ -312,6 +326,12 @@ class BrokerConfig(Config):
                 raise ConfigError(key, "expected listener.name.<listener>.<setting>")
             self.listener_overrides.setdefault(listener.upper(), {})[setting] = \
                 self._listener_setting(key, setting, value)
+        self.max_connections_per_ip_overrides = _ip_overrides(
+            self["max.connections.per.ip.overrides"])
+        if self["max.connections.per.ip"] == 0 and not self.max_connections_per_ip_overrides:
+            raise ConfigError("max.connections.per.ip", "can be 0 only if "
+                              "max.connections.per.ip.overrides is set (0 would refuse "
+                              "every client)")
         dirs = [self[n] for n in ("log.dirs", "log.dir") if self[n] is not None]
         for value in dirs:
             if len([d for d in value.split(",") if d.strip()]) > 1:
@@ -325,11 +345,11 @@ class BrokerConfig(Config):
             return definition[rest].convert(value)
         if setting in definition and (setting.startswith(("ssl.", "sasl."))
                                       or setting in _PER_MECHANISM
-                                      or setting == "connection.failed.authentication.delay.ms"):
+                                      or setting in _PER_LISTENER):
             return definition[setting].convert(value)
         raise ConfigError(key, "unknown per-listener setting: Kafka's listener.name.<listener>. "
-                          "prefix takes ssl.* and sasl.* settings, and "
-                          "<mechanism>.sasl.jaas.config")
+                          "prefix takes ssl.* and sasl.* settings, "
+                          "<mechanism>.sasl.jaas.config, and " + ", ".join(_PER_LISTENER))
 
     def listener_value(self, listener: str, setting: str) -> Any:
         """``setting`` for one listener: its listener.name.<listener>. override, else the
@@ -368,6 +388,31 @@ class BrokerConfig(Config):
     def explicit(self) -> dict[str, Any]:
         """Only the settings the operator gave (for DescribeConfigs' STATIC_BROKER_CONFIG)."""
         return {name: self[name] for name in self.originals}
+
+
+def _ip_overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: ``host:count,...`` (the last ':' splits, so IPv6
+    addresses need no brackets), as Kafka's Csv.parseCsvMap reads it."""
+    setting = "max.connections.per.ip.overrides"
+    overrides: dict[str, int] = {}
+    for item in (value or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip()
+        if not sep or not host:
+            raise ConfigError(setting, f"{item!r} is not host:count (e.g. 127.0.0.1:200)")
+        if not _HOST_PATTERN.fullmatch(host):
+            raise ConfigError(setting, f"contains an invalid address: {host!r}")
+        try:
+            overrides[host] = int(count.strip())
+        except ValueError:
+            raise ConfigError(setting, f"the count of {host!r} is {count.strip()!r}, "
+                              "not a whole number") from None
+        if overrides[host] < 0:
+            raise ConfigError(setting, f"the count of {host!r} is negative")
+    return overrides
 
 
 def _is_secret(name: str) -> bool:

@@ -5,7 +5,10 @@
   (queued.max.requests), started and stopped together.  The handler threads that serve the
   channel (samsa/broker/handler_pool.py) are wired in by samsa/broker/server.py.
 * ``Processor`` (processor.py): a selector loop over its connections: size-prefixed frames,
-  request decoding, per-connection ordering, partial writes, idle timeouts.
+  request decoding, per-connection ordering, partial writes, idle timeouts (stalled
+  connections included).
+* ``ConnectionQuotas`` (connection_quotas.py): max.connections (broker-wide and per listener)
+  and max.connections.per.ip, counted up by the Acceptor and down by the Processors.
 * ``Connection`` / ``Outgoing`` (connection.py): frame reading into buffers that grow with the
   bytes that arrived, and response writing (writev for bytes chunks, sendfile for file slices).
 

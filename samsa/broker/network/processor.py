@@ -56,6 +56,7 @@ from typing import Any
 
 from samsa.broker.network.authenticator import SaslAuthenticator
 from samsa.broker.network.connection import Connection, FrameSizeError, Outgoing, TlsConnection
+from samsa.broker.network.connection_quotas import ConnectionQuotas
 from samsa.broker.network.endpoint import Endpoint, tls_principal
 from samsa.broker.request_channel import (
     Dispatcher,
@@ -95,9 +96,12 @@ class Processor:
                  idle_ms: int, max_pending_frames: int, max_pending_bytes: int,
                  node_id: int = 0,
                  dispatcher: Dispatcher | None = None,
-                 inline: Callable[[RequestContext], bool] | None = None) -> None:
+                 inline: Callable[[RequestContext], bool] | None = None,
+                 quotas: ConnectionQuotas | None = None) -> None:
         self.index = index
         self._channel = channel
+        # Counted in by the Acceptor; every accepted socket this processor closes counts out.
+        self._quotas = quotas or ConnectionQuotas()
         # Inline dispatch (module docstring): both or neither.
         self._dispatcher = dispatcher if inline is not None else None
         self._inline = inline if dispatcher is not None else None
@@ -236,6 +240,7 @@ class Processor:
                       endpoint: Endpoint) -> None:
         if not self._running:
             sock.close()
+            self._quotas.dec(endpoint.listener.name, client_host)
             return
         authenticator = (SaslAuthenticator(endpoint.sasl, client_host, connection_id)
                          if endpoint.sasl is not None else None)
@@ -249,6 +254,7 @@ class Processor:
             except (OSError, ValueError) as exc:
                 log.info("TLS setup of %s failed: %s", connection_id, exc)
                 sock.close()
+                self._quotas.dec(listener, client_host)
                 return
             conn = TlsConnection(tls_sock, connection_id, client_host, self, listener,
                                  authenticator)
@@ -317,6 +323,7 @@ class Processor:
             command = self._commands.popleft()
             if command[0] == _NEW:
                 command[1].close()
+                self._quotas.dec(command[4].listener.name, command[3])
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -705,6 +712,7 @@ class Processor:
             except OSError:
                 pass
             conn.release()
+        self._quotas.dec(conn.listener, conn.client_host)  # after close: the slot is free now
         log.debug("closed %s: %s", conn.id, conn.close_reason)
 
     def _close_idle(self, now: float) -> None:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from samsa.broker.listeners import Listener
+from samsa.broker.network.connection_quotas import ConnectionQuotas
 from samsa.broker.network.endpoint import Endpoint
 from samsa.broker.network.processor import Processor
 from samsa.broker.request_channel import Dispatcher, RequestChannel, RequestContext
@@ -32,21 +33,32 @@ DEFAULT_MAX_PENDING_BYTES = 4 * 1024 * 1024
 
 class Acceptor:
     """Accepts connections on every listener and deals them out to the processors round-robin
-    (the processors serve every listener: each connection carries its listener's endpoint)."""
+    (the processors serve every listener: each connection carries its listener's endpoint).
+
+    ``quotas`` (connection_quotas.py): a listener without a free slot is left out of the
+    selector, so its new connections wait in the listen backlog (KIP-402); a closing
+    connection wakes the acceptor to take them.  A connection past its address's limit is
+    closed at once."""
 
     def __init__(self, server_sockets: list[tuple[socket.socket, Endpoint]],
                  processors: list[Processor], *,
-                 send_buffer: int, receive_buffer: int, node_id: int = 0) -> None:
+                 send_buffer: int, receive_buffer: int, node_id: int = 0,
+                 quotas: ConnectionQuotas | None = None) -> None:
         self._socks = server_sockets
         self._processors = processors
         self._send_buffer = send_buffer
         self._receive_buffer = receive_buffer
+        self._quotas = quotas or ConnectionQuotas()
+        self._quotas.on_release = self._wakeup
         self._next = itertools.cycle(processors)
         self._ids = itertools.count()
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         for sock, endpoint in server_sockets:
             self._selector.register(sock, selectors.EVENT_READ, (sock, endpoint))
+        self._paused: list[tuple[socket.socket, Endpoint]] = []  # listeners without a slot
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"samsa-acceptor-{node_id}",
@@ -57,18 +69,25 @@ class Acceptor:
 
     def stop(self, timeout: float | None = None) -> None:
         self._running = False
+        self._wakeup()
+        self._thread.join(timeout)
+
+    def _wakeup(self) -> None:
         try:
             self._wake_w.send(b"\0")
         except OSError:
-            pass
-        self._thread.join(timeout)
+            pass  # already full of wakeups, or closed at shutdown
 
     def _run(self) -> None:
         try:
             while self._running:
                 for key, _ in self._selector.select():
-                    if key.data is not None and self._running:
+                    if key.data is None:
+                        self._drain_wakeups()
+                    elif self._running:
                         self._accept_all(*key.data)
+                if self._paused:
+                    self._resume_listeners()
         except Exception:
             log.exception("acceptor failed; no new connections will be accepted")
         finally:
@@ -78,8 +97,38 @@ class Acceptor:
             self._wake_r.close()
             self._wake_w.close()
 
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:
+            pass  # drained (BlockingIOError), or closed at shutdown
+
+    def _resume_listeners(self) -> None:
+        """Take back the listeners that have a free slot again (a connection closed)."""
+        paused, self._paused = self._paused, []
+        for server_socket, endpoint in paused:
+            if self._quotas.slot_available(endpoint.listener.name):
+                self._selector.register(server_socket, selectors.EVENT_READ,
+                                        (server_socket, endpoint))
+                self._accept_all(server_socket, endpoint)
+            else:
+                self._paused.append((server_socket, endpoint))
+
+    def _pause(self, server_socket: socket.socket, endpoint: Endpoint) -> None:
+        self._selector.unregister(server_socket)
+        self._paused.append((server_socket, endpoint))
+        log.info("listener %s has its maximum of connections (max.connections=%d, "
+                 "%d open): new connections wait in the listen backlog", endpoint.listener.name,
+                 self._quotas.max_connections, self._quotas.total)
+
     def _accept_all(self, server_socket: socket.socket, endpoint: Endpoint) -> None:
+        listener = endpoint.listener.name
+        quotas = self._quotas
         while True:
+            if not quotas.slot_available(listener):
+                self._pause(server_socket, endpoint)
+                return
             try:
                 sock, peer = server_socket.accept()
             except BlockingIOError:
@@ -88,12 +137,20 @@ class Acceptor:
                 # Out of file descriptors and the like: log, and try again on the next event.
                 log.warning("accept failed: %s", exc)
                 return
+            limit = quotas.inc(listener, peer[0])
+            if limit is not None:
+                log.info("refused a connection from %s on %s: that address already has its "
+                         "maximum of %d connections (max.connections.per.ip%s)", peer[0],
+                         listener, limit, ".overrides" if limit != quotas.max_per_ip else "")
+                sock.close()
+                continue
             try:
                 self._configure(sock)
                 local = sock.getsockname()
             except OSError as exc:
                 log.debug("connection from %s failed during setup: %s", peer, exc)
                 sock.close()
+                quotas.dec(listener, peer[0])
                 continue
             connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._ids)}"
             next(self._next).accept(sock, connection_id, peer[0], endpoint)
@@ -130,8 +187,10 @@ class SocketServer:
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
                  node_id: int = 0,
                  inline: Callable[[RequestContext], bool] | None = None,
-                 endpoints: list[Endpoint] | None = None) -> None:
+                 endpoints: list[Endpoint] | None = None,
+                 connection_quotas: ConnectionQuotas | None = None) -> None:
         self.endpoints = endpoints or [Endpoint.plaintext(host, port)]
+        self.connection_quotas = connection_quotas or ConnectionQuotas()
         self.host = self.endpoints[0].listener.host
         self._bound: list[tuple[socket.socket, Endpoint]] = []
         self._listen_backlog = listen_backlog
@@ -143,7 +202,7 @@ class SocketServer:
             Processor(i, self.request_channel, max_request_bytes=max_request_bytes,
                       idle_ms=connections_max_idle_ms, max_pending_frames=max_pending_frames,
                       max_pending_bytes=max_pending_bytes, node_id=node_id,
-                      dispatcher=dispatcher, inline=inline)
+                      dispatcher=dispatcher, inline=inline, quotas=self.connection_quotas)
             for i in range(num_network_threads)
         ]
         self._acceptor: Acceptor | None = None
@@ -157,6 +216,8 @@ class SocketServer:
         """Build from broker settings (Kafka's names, as BrokerConfig holds them)."""
         return cls(
             dispatcher, endpoints=endpoints,
+            connection_quotas=ConnectionQuotas.from_config(
+                config, [endpoint.listener.name for endpoint in endpoints]),
             num_network_threads=int(config["num.network.threads"]),
             max_request_bytes=int(config["socket.request.max.bytes"]),
             queued_max_requests=int(config["queued.max.requests"]),
@@ -227,7 +288,8 @@ class SocketServer:
                 processor.start()
             self._acceptor = Acceptor(self._bound, self.processors,
                                       send_buffer=self._send_buffer,
-                                      receive_buffer=self._receive_buffer, node_id=self._node_id)
+                                      receive_buffer=self._receive_buffer, node_id=self._node_id,
+                                      quotas=self.connection_quotas)
             self._acceptor.start()
             self._started = True
         for listener in self.bound_listeners:

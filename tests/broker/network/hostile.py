@@ -23,10 +23,13 @@ def produce_confirmed(bootstrap: str, n: int = 200) -> None:
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
                          "message.timeout.ms": 60_000})
-    for i in range(n):
-        producer.produce(topic, b"%06d" % i, on_delivery=on_delivery)
-        producer.poll(0)
-    left = producer.flush(90)
+    try:
+        for i in range(n):
+            producer.produce(topic, b"%06d" % i, on_delivery=on_delivery)
+            producer.poll(0)
+        left = producer.flush(90)
+    finally:
+        producer.close()
     assert left == 0, f"{left} records of the healthy producer were never acknowledged"
     assert not failed, f"the healthy producer's records failed: {failed[:3]}"
 
