@@ -118,6 +118,10 @@ KIPS: tuple[Kip, ...] = (
         "compression.<codec>.level"),
     Kip(392, "Allow consumers to fetch from closest replica", _N, (),
         "a single broker names no preferred read replica, and the consumer ignores one"),
+    Kip(402, "Improve fairness in SocketServer processors", _P,
+        ("samsa/broker/network/connection_quotas.py", "samsa/broker/network/socket_server.py"),
+        "max.connections, broker-wide and per listener: the acceptor stops accepting at the "
+        "limit; no protected inter-broker listener (one node)"),
     Kip(429, "Kafka Consumer Incremental Rebalance Protocol", _Y,
         ("samsa/consumer/assignors.py", "samsa/consumer/coordinator.py"), "cooperative-sticky"),
     Kip(467, "Augment ProduceResponse error messaging for specific culprit records", _Y,

@@ -1,5 +1,5 @@
 """ConnectionQuotas: how many connections the broker holds, per listener and per client address
-(Kafka's SocketServer.ConnectionQuotas, KIP-402 and KIP-306's per-listener limit).
+(Kafka's SocketServer.ConnectionQuotas; KIP-402 for the broker-wide and per-listener limits).
 
 * ``max.connections`` (broker-wide) and ``listener.name.<listener>.max.connections``: when a
   listener has no slot left, the acceptor stops accepting on it; new connections wait in the
