@@ -20,7 +20,11 @@ from samsa.records.batch_header import (
     read_batch_header,
     validate_batch,
 )
-from samsa.records.compression import decompress
+from samsa.records.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DecompressedSizeError,
+    decompress,
+)
 from samsa.records.control import ControlMarker, parse_control_record
 from samsa.records.varint import decode_varint, decode_varlong
 
@@ -328,11 +332,16 @@ class RecordBatch:
 
     def __iter__(self) -> Iterator[Record]:
         """Decode records lazily; the payload is decompressed at most once per batch."""
+        return self.iterate()
+
+    def iterate(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+                ) -> Iterator[Record]:
+        """Like iter(batch), with a limit on the decompressed records (see records_section)."""
         if self._records is not None:
             return iter(self._records)
         h = self.header
         return iter_records(
-            self.records_section(),
+            self.records_section(max_decompressed_bytes=max_decompressed_bytes),
             h.records_count,
             h.base_offset,
             h.base_timestamp,
@@ -352,8 +361,12 @@ class RecordBatch:
             raise CorruptRecordError(f"control batch at offset {self.header.base_offset} has no record")
         return parse_control_record(records[0].key, records[0].value)
 
-    def records_section(self) -> bytes:
-        """The uncompressed records section (decompressed on first use, then cached)."""
+    def records_section(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+                        ) -> bytes:
+        """The uncompressed records section (decompressed on first use, then cached).
+
+        Raises CorruptRecordError if it does not decompress, or decompresses to more than
+        ``max_decompressed_bytes`` (then caused by a DecompressedSizeError)."""
         data = self._data
         if data is None:
             h = self.header
@@ -361,9 +374,11 @@ class RecordBatch:
                 with memoryview(self._buf) as view:
                     section = view[self._pos + RECORD_BATCH_OVERHEAD : self._pos + h.size]
                     if h.attributes & 0x07:
-                        data = decompress(h.compression, section)
+                        data = decompress(h.compression, section, max_bytes=max_decompressed_bytes)
                     else:
                         data = bytes(section)
+            except DecompressedSizeError as exc:
+                raise CorruptRecordError(f"batch at offset {h.base_offset}: {exc}") from exc
             except ValueError as exc:
                 raise CorruptRecordError(f"batch at offset {h.base_offset}: {exc}") from None
             self._data = data

@@ -8,6 +8,16 @@
   message sets carry a wrong header checksum, repaired before decoding.
 * zstd: standard zstd frame(s).
 
+Decompression is bounded: a batch's payload is a peer's, and a few KB can claim (or really
+inflate to) gigabytes.  Every decoder grows its output from what the codec really produced
+(gzip and zstd in chunks, lz4 block by block from sizes the input can yield, snappy after
+checking its declared lengths) and raises :class:`DecompressedSizeError` once the output would
+pass ``max_bytes``.  Kafka has no such limit: its LogValidator and consumer stream records
+through the decompressor one at a time, so their memory follows the largest record, not the
+batch; samsa holds a batch's records at once, hence the limit
+(:data:`DEFAULT_MAX_DECOMPRESSED_BYTES`, the broker's and consumer's
+``samsa.decompressed.batch.max.bytes``).
+
 Levels follow Kafka's ``compression.<codec>.level`` configs: gzip 1..9 or -1 (zlib's default, 6);
 lz4 1..17, default 9, where the default means lz4's fast compressor and any other level the high
 compression one (as lz4-java inside Kafka); zstd -131072..22, default 3; snappy has no level.
@@ -25,13 +35,15 @@ import lz4.frame
 import zstandard
 
 from samsa.records.batch_header import Compression
-from samsa.records.scratch import scratch_buffer
+from samsa.records.scratch import KEEP_BYTES, scratch_buffer
 
 __all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "LEVEL_RANGES",
     "LZ4_FRAME_HEADER",
     "LZ4_FRAME_MAGIC",
     "XERIAL_MAGIC",
+    "DecompressedSizeError",
     "compress",
     "decompress",
     "decompress_scratch",
@@ -128,48 +140,108 @@ def compress(codec: Compression, data: bytes | bytearray | memoryview, level: in
     return _zstd_compressor(level).compress(data)
 
 
-def decompress(codec: Compression, data: bytes | bytearray | memoryview) -> bytes:
-    """Decompress a batch payload; raises ValueError (with the reason) on corrupt input."""
+# Why 32 MiB: producers bound a batch's uncompressed size themselves: librdkafka by its
+# message.max.bytes (1 MB by default), Java and samsa by batch.size counted in compressed bytes
+# estimated from the ratio seen so far, and when such a batch inflates past the broker's limit
+# the broker answers MESSAGE_TOO_LARGE, on which they split it and send the halves (Java's
+# Sender, RecordAccumulator.splitAndReenqueue).  32 times the default message.max.bytes leaves
+# every batch a default client sends far below it, and bounds what checking one batch costs.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
+# Output is taken in pieces of at most this size, so a refused payload costs at most the limit
+# plus one piece (one piece holds a typical batch: a single call, no join).
+_CHUNK = 1024 * 1024
+
+
+class DecompressedSizeError(ValueError):
+    """A payload decompresses (or declares that it does) to more than the allowed bytes."""
+
+    def __init__(self, codec: Compression, limit: int, declared: int | None = None) -> None:
+        self.codec = Compression(codec)
+        self.limit = limit
+        self.declared = declared
+        name = self.codec.name.lower()
+        if declared is not None:
+            text = (f"{name} payload declares {declared} decompressed bytes, more than the "
+                    f"limit of {limit} bytes on one batch")
+        else:
+            text = f"{name} payload decompresses to more than the limit of {limit} bytes on one batch"
+        super().__init__(text)
+
+
+def decompress(codec: Compression, data: bytes | bytearray | memoryview, *,
+               max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress a batch payload of at most ``max_bytes`` decompressed bytes.
+
+    Raises DecompressedSizeError (a ValueError) past ``max_bytes``, ValueError (with the
+    reason) on corrupt input; memory follows the real output, never a declared size."""
     try:
         if codec == Compression.NONE:
             return bytes(data)
         if codec == Compression.GZIP:
-            return _gunzip(data)
+            return _gunzip(data, max_bytes)
         if codec == Compression.SNAPPY:
-            return _unsnappy(data)
+            return _unsnappy(data, max_bytes)
         if codec == Compression.LZ4:
-            return _unlz4(data)
+            return _unlz4(data, max_bytes)
         if codec == Compression.ZSTD:
-            return _unzstd(data)
+            return _unzstd(data, max_bytes)
     except ValueError:
+        raise
+    except MemoryError:
         raise
     except Exception as exc:  # codec libraries raise their own error types
         raise ValueError(f"{Compression(codec).name.lower()} decompression failed: {exc}") from exc
     raise ValueError(f"unknown compression codec id {int(codec)}")
 
 
-def _gunzip(data: bytes | bytearray | memoryview) -> bytes:
-    # Java's GZIPInputStream reads concatenated members; so do we.
-    out: list[bytes] = []
-    rest = bytes(data)
+def _joined(parts: list[bytes]) -> bytes:
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _gunzip(data: bytes | bytearray | memoryview, limit: int) -> bytes:
+    # Java's GZIPInputStream reads concatenated members; so do we.  max_length caps each call's
+    # output; the input it did not get to waits in unconsumed_tail.
+    parts: list[bytes] = []
+    total = 0
+    rest: bytes | bytearray | memoryview = data
     while True:
         d = zlib.decompressobj(47)  # 32 + 15: auto-detect gzip/zlib header
-        out.append(d.decompress(rest))
-        if not d.eof:
-            raise ValueError("gzip stream is truncated")
+        pending = rest
+        while True:
+            piece = d.decompress(pending, min(_CHUNK, limit + 1 - total))
+            total += len(piece)
+            if total > limit:
+                raise DecompressedSizeError(Compression.GZIP, limit)
+            if piece:
+                parts.append(piece)
+            if d.eof:
+                break
+            pending = d.unconsumed_tail
+            if not pending and not piece:
+                raise ValueError("gzip stream is truncated")
         rest = d.unused_data
         if not rest:
             break
-    return out[0] if len(out) == 1 else b"".join(out)
+    return _joined(parts) if parts else b""
 
 
-def _unsnappy(data: bytes | bytearray | memoryview) -> bytes:
+def _snappy_raw(block: memoryview, limit: int, total: int) -> bytes:
+    # Raw snappy starts with the decompressed length, which the decoder allocates at once:
+    # check the claim first.  (Real snappy output is at most ~21 times its input.)
+    declared = cramjam.snappy.decompress_raw_len(block)
+    if total + declared > limit:
+        raise DecompressedSizeError(Compression.SNAPPY, limit, total + declared)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _unsnappy(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     view = memoryview(data)
     if view[:8] != XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(view))
+        return _snappy_raw(view, limit, 0)
     if len(view) < _XERIAL_HEADER_SIZE:
         raise ValueError("xerial snappy header is truncated")
     out: list[bytes] = []
+    total = 0
     pos = _XERIAL_HEADER_SIZE
     end = len(view)
     while pos < end:
@@ -179,7 +251,9 @@ def _unsnappy(data: bytes | bytearray | memoryview) -> bytes:
         pos += 4
         if length < 0 or pos + length > end:
             raise ValueError(f"xerial snappy block of {length} bytes overruns the payload")
-        out.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + length])))
+        piece = _snappy_raw(view[pos : pos + length], limit, total)
+        total += len(piece)
+        out.append(piece)
         pos += length
     return b"".join(out)
 
@@ -229,8 +303,10 @@ def _lz4_header_checksum(descriptor: bytes) -> int:
     return hc
 
 
-def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[bool, memoryview]]] | None:
-    """Parse an LZ4 frame of independent blocks: (maximum block size, [(stored raw, block)]).
+def _lz4_blocks(data: bytes | bytearray | memoryview
+                ) -> tuple[int, list[tuple[bool, memoryview]], int] | None:
+    """Parse an LZ4 frame of independent blocks: (maximum block size, [(stored raw, block)],
+    the most bytes the blocks can decompress to).
 
     None for frames only lz4.frame can decode and verify (linked blocks, block or content
     checksums, a dictionary).  Raises ValueError for a malformed frame."""
@@ -255,6 +331,7 @@ def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[b
     pos += 1
     max_block = _LZ4_MAX_BLOCK[bd >> 4]
     blocks = []
+    bound = 0
     unpack = _U32LE.unpack_from
     while True:
         if end - pos < 4:
@@ -268,52 +345,103 @@ def _lz4_blocks(data: bytes | bytearray | memoryview) -> tuple[int, list[tuple[b
         if size > max_block or pos + size > end:
             raise ValueError(f"lz4 block of {size} bytes overruns the frame")
         blocks.append((raw, view[pos : pos + size]))
+        bound += size if raw else _lz4_block_bound(size, max_block)
         pos += size
     if pos != end:
         raise ValueError(f"{end - pos} bytes follow the lz4 frame")
-    return max_block, blocks
+    return max_block, blocks, bound
 
 
-def _unlz4(data: bytes | bytearray | memoryview) -> bytes:
+# Most bytes one compressed LZ4 block of n bytes can yield: a match grows by at most 255 bytes
+# per input byte (its length's extension bytes), so bounds follow the input, not the frame's
+# declared block size (an attacker's frame may declare 4 MiB blocks and carry 10-byte ones).
+def _lz4_block_bound(size: int, max_block: int) -> int:
+    return min(max_block, 255 * size + 64)
+
+
+def _unlz4(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     parsed = _lz4_blocks(data)
     if parsed is None:
-        return lz4.frame.decompress(data)
-    max_block, blocks = parsed
-    parts = [bytes(block) if raw else lz4.block.decompress(block, uncompressed_size=max_block)
-             for raw, block in blocks]
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+        return _unlz4_frame(data, limit)
+    max_block, blocks, _ = parsed
+    parts = []
+    total = 0
+    for raw, block in blocks:
+        if raw:
+            piece = bytes(block)
+        else:
+            piece = lz4.block.decompress(block, uncompressed_size=_lz4_block_bound(len(block), max_block))
+        total += len(piece)
+        if total > limit:
+            raise DecompressedSizeError(Compression.LZ4, limit)
+        parts.append(piece)
+    return _joined(parts) if parts else b""
 
 
-def decompress_scratch(codec: Compression, data: bytes | bytearray | memoryview
+def _unlz4_frame(data: bytes | bytearray | memoryview, limit: int) -> bytes:
+    # Frames only lz4.frame decodes (linked blocks, checksums): in pieces of at most _CHUNK.
+    d = lz4.frame.LZ4FrameDecompressor()
+    parts: list[bytes] = []
+    total = 0
+    pending: bytes | bytearray | memoryview = data
+    while True:
+        piece = d.decompress(pending, min(_CHUNK, limit + 1 - total))
+        total += len(piece)
+        if total > limit:
+            raise DecompressedSizeError(Compression.LZ4, limit)
+        if piece:
+            parts.append(piece)
+        if d.eof:
+            break
+        if d.needs_input:
+            raise ValueError("lz4 frame is truncated (no end mark)")
+        pending = b""
+    if d.unused_data:
+        raise ValueError(f"{len(d.unused_data)} bytes follow the lz4 frame")
+    return _joined(parts) if parts else b""
+
+
+def decompress_scratch(codec: Compression, data: bytes | bytearray | memoryview, *,
+                       max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
                        ) -> tuple[bytes | bytearray, int]:
     """Decompress a batch payload for a look that ends before this thread's next use of
     samsa.records.scratch: ``(buffer, length)``, the output being ``buffer[:length]``.
 
     LZ4 blocks are decompressed into the thread's scratch buffer, so checking a 1 MiB batch
-    allocates (and page-faults) nothing once it has grown; other codecs return a fresh
-    ``bytes``.  Raises ValueError as decompress() does."""
+    allocates (and page-faults) nothing once it has grown; other codecs (and LZ4 frames whose
+    blocks could yield more than the scratch buffer keeps) return a fresh ``bytes``.  Raises
+    as decompress() does, DecompressedSizeError past ``max_bytes`` included."""
     if codec == Compression.LZ4:
         try:
             parsed = _lz4_blocks(data)
             if parsed is not None:
-                max_block, blocks = parsed
-                buf = scratch_buffer(len(blocks) * max_block)
-                view = memoryview(buf)
-                used = 0
-                for raw, block in blocks:
-                    if raw:
-                        view[used : used + len(block)] = block
-                        used += len(block)
-                    else:
-                        used += _lz4_block_into(block, view[used : used + max_block],
-                                                output_len=max_block)
-                return buf, used
+                _, blocks, bound = parsed
+                # The buffer is sized from what the blocks can really yield; beyond what the
+                # scratch buffer keeps, grow with the real output instead (decompress()).
+                if bound <= KEEP_BYTES:
+                    return _unlz4_scratch(blocks, bound, max_bytes)
         except ValueError:
             raise
         except Exception as exc:  # cramjam's DecompressionError
             raise ValueError(f"lz4 decompression failed: {exc}") from exc
-    out = decompress(codec, data)
+    out = decompress(codec, data, max_bytes=max_bytes)
     return out, len(out)
+
+
+def _unlz4_scratch(blocks: list[tuple[bool, memoryview]], bound: int, limit: int
+                   ) -> tuple[bytearray, int]:
+    buf = scratch_buffer(bound)
+    view = memoryview(buf)
+    used = 0
+    for raw, block in blocks:
+        if raw:
+            view[used : used + len(block)] = block
+            used += len(block)
+        else:  # the room left is enough: the bound holds for every block
+            used += _lz4_block_into(block, view[used:bound], output_len=bound - used)
+    if used > limit:  # (the bound kept memory within the scratch buffer's)
+        raise DecompressedSizeError(Compression.LZ4, limit)
+    return buf, used
 
 
 _lz4_block_into = cramjam.lz4.decompress_block_into
@@ -336,14 +464,34 @@ def lz4_fix_broken_header_checksum(data: bytes | bytearray | memoryview) -> byte
     return bytes(buf)
 
 
-def _unzstd(data: bytes | bytearray | memoryview) -> bytes:
+def _unzstd(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     dctx = _zstd_decompressor()
-    try:
-        # Fast path: one frame that records its content size (what zstandard/librdkafka write).
-        return dctx.decompress(data, allow_extra_data=False)
-    except zstandard.ZstdError:
-        # Streaming writers (Java's ZstdOutputStream) omit the size; several frames may follow.
-        return dctx.stream_reader(bytes(data), read_across_frames=True).read()
+    declared = zstandard.frame_content_size(data)  # -1: not recorded
+    if declared > limit:
+        raise DecompressedSizeError(Compression.ZSTD, limit, declared)
+    if declared >= 0:
+        try:
+            # Fast path: one frame that records its (now checked) content size, as zstandard
+            # and librdkafka write; the output is allocated at that size.
+            return dctx.decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # several frames, or a frame that lied about its size: stream it
+    # Streaming writers (Java's ZstdOutputStream) omit the size; several frames may follow.
+    # The stream's window is allocated from the frame's window size (at most zstd's default
+    # limit, 128 MiB) but only touched as output is written, so it costs at most as much as
+    # the output read here.
+    reader = dctx.stream_reader(data, read_across_frames=True)
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        piece = reader.read(min(_CHUNK, limit + 1 - total))
+        if not piece:
+            break
+        total += len(piece)
+        if total > limit:
+            raise DecompressedSizeError(Compression.ZSTD, limit)
+        parts.append(piece)
+    return _joined(parts) if parts else b""
 
 
 # xxHash32, only for LZ4 frame header checksums (a few bytes), so a plain implementation suffices.

@@ -19,6 +19,7 @@ from samsa.records import (
     iter_batches,
 )
 from samsa.records.batch import iter_records
+from samsa.records.compression import DecompressedSizeError
 
 from .strategies import BASE_TS
 
@@ -262,6 +263,19 @@ def test_records_section_is_decompressed_once() -> None:
     for codec in (Compression.NONE, Compression.GZIP):
         batch = RecordBatch(build(3, codec))
         assert batch.records_section() is batch.records_section()
+
+
+def test_a_batch_past_the_decompression_limit_is_corrupt_naming_offset_and_limit() -> None:
+    buf = build(3, Compression.ZSTD)
+    size = len(RecordBatch(buf).records_section())
+    assert [r.value for r in RecordBatch(buf).iterate(max_decompressed_bytes=size)] == \
+        [r.value for r in RecordBatch(buf)]
+    with pytest.raises(CorruptRecordError,
+                       match=rf"batch at offset 0: zstd payload declares {size} decompressed "
+                             rf"bytes, more than the limit of {size - 1} bytes on one batch$"
+                       ) as info:
+        RecordBatch(buf).iterate(max_decompressed_bytes=size - 1)
+    assert isinstance(info.value.__cause__, DecompressedSizeError)
 
 
 def test_control_batch_without_records_is_corrupt() -> None:

@@ -18,6 +18,7 @@ from samsa.records.compression import (
     LZ4_FRAME_HEADER,
     LZ4_FRAME_MAGIC,
     XERIAL_MAGIC,
+    DecompressedSizeError,
     compress,
     decompress,
     decompress_scratch,
@@ -27,6 +28,16 @@ from samsa.records.compression import (
     xxh32,
 )
 from samsa.records.scratch import scratch_buffer
+from tests.support.compression_bombs import (
+    MiB,
+    gzip_bomb,
+    lz4_bomb,
+    lz4_declared_bomb,
+    snappy_raw_claim,
+    snappy_xerial_bomb,
+    zstd_bomb,
+)
+from tests.support.process_stats import peak_rss_bytes, reset_peak_rss, rss_bytes
 
 T = TypeVar("T")
 
@@ -357,3 +368,113 @@ def test_lz4_fix_broken_header_checksum_rejects_what_is_not_an_lz4_frame() -> No
 def test_lz4_fix_broken_header_checksum_finds_the_hc_byte(descriptor: bytes) -> None:
     broken = LZ4_FRAME_MAGIC + descriptor + b"\x00" + _LZ4_BODY
     assert lz4_fix_broken_header_checksum(broken) == _lz4_frame(descriptor, _LZ4_BODY)
+
+
+# -- bounded decompression: compression bombs ------------------------------------------------
+
+LIMIT = compression.DEFAULT_MAX_DECOMPRESSED_BYTES
+# What a refused bomb may cost beyond the limit: one output piece or LZ4 block, zstd's window,
+# the allocator's slack.  Every bomb below inflates to 3 to 128 times the limit.
+SLACK = 16 * MiB
+BOMBS: dict[str, tuple[Compression, Callable[[], bytes]]] = {
+    "zstd-256MiB": (Compression.ZSTD, lambda: zstd_bomb(256 * MiB)),
+    "zstd-256MiB-no-content-size": (Compression.ZSTD,
+                                    lambda: zstd_bomb(256 * MiB, content_size=False)),
+    "gzip-512MiB": (Compression.GZIP, lambda: gzip_bomb(512 * MiB)),
+    "lz4-252MiB": (Compression.LZ4, lambda: lz4_bomb(252 * MiB)),
+    "snappy-xerial-96MiB": (Compression.SNAPPY, lambda: snappy_xerial_bomb(96 * MiB)),
+    "snappy-raw-claims-4GiB": (Compression.SNAPPY, lambda: snappy_raw_claim(2**32 - 1)),
+}
+
+
+def peak_growth(fn: Callable[[], object]) -> int:
+    """How far this process's resident memory rose above where it was while ``fn`` ran."""
+    pid = os.getpid()
+    before = rss_bytes(pid)
+    reset_peak_rss(pid)
+    fn()
+    return peak_rss_bytes(pid) - before
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+@pytest.mark.parametrize("scratch", [False, True], ids=["decompress", "decompress_scratch"])
+def test_bomb_is_refused_with_memory_bounded_by_the_limit(name: str, scratch: bool) -> None:
+    codec, make = BOMBS[name]
+    bomb = make()
+    assert len(bomb) < 5 * MiB
+
+    def refuse() -> None:
+        with pytest.raises(DecompressedSizeError, match=f"limit of {LIMIT} bytes") as info:
+            if scratch:
+                in_a_new_thread(lambda: decompress_scratch(codec, bomb))
+            else:
+                decompress(codec, bomb)
+        assert isinstance(info.value, ValueError) and info.value.limit == LIMIT
+
+    growth = peak_growth(refuse)
+    assert growth < LIMIT + SLACK, f"{name}: resident memory rose by {growth / MiB:.0f} MiB"
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4,
+                                   Compression.ZSTD])
+def test_a_batch_of_exactly_the_limit_decompresses_one_byte_more_is_refused(
+        codec: Compression) -> None:
+    payload = (os.urandom(300_000) + b"kafka " * 400_000) * 2  # ~5 MiB: several pieces
+    frame = compress(codec, payload)
+    assert decompress(codec, frame, max_bytes=len(payload)) == payload
+    buffer, length = decompress_scratch(codec, frame, max_bytes=len(payload))
+    assert bytes(buffer[:length]) == payload
+    with pytest.raises(DecompressedSizeError, match=f"limit of {len(payload) - 1} bytes"):
+        decompress(codec, frame, max_bytes=len(payload) - 1)
+    with pytest.raises(DecompressedSizeError):
+        decompress_scratch(codec, frame, max_bytes=len(payload) - 1)
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4,
+                                   Compression.ZSTD])
+def test_legit_large_batches_pass_the_default_limit(codec: Compression) -> None:
+    payload = os.urandom(1 * MiB) * 24  # 24 MiB, compressible 24:1 across 1 MiB repeats
+    frames = [compress(codec, payload)]
+    if codec == Compression.ZSTD:  # as Java writes it: no content size, streamed
+        frames.append(zstandard.ZstdCompressor(write_content_size=False).compress(payload))
+    if codec == Compression.LZ4:  # lz4.frame's 4 MiB blocks with a content checksum
+        frames.append(lz4.frame.compress(payload, block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+                                         content_checksum=True))
+    for frame in frames:
+        assert decompress(codec, frame) == payload
+        buffer, length = decompress_scratch(codec, frame)
+        assert length == len(payload) and bytes(buffer[:length]) == payload
+
+
+def test_lz4_output_follows_the_blocks_not_the_declared_block_size() -> None:
+    frame = lz4_declared_bomb(256)  # declares 256 x 4 MiB, holds 256 x 1 KiB
+    out = decompress(Compression.LZ4, frame)
+    assert out == bytes(256 * 1024)
+
+    def look() -> bytes:
+        buffer, length = decompress_scratch(Compression.LZ4, frame)
+        return bytes(buffer[:length])
+
+    growth = peak_growth(lambda: in_a_new_thread(look))
+    assert growth < SLACK, f"resident memory rose by {growth / MiB:.0f} MiB"
+
+
+def test_declared_sizes_past_the_limit_are_refused_before_decompressing() -> None:
+    with pytest.raises(DecompressedSizeError,
+                       match=f"zstd payload declares {256 * MiB} decompressed bytes"):
+        decompress(Compression.ZSTD, zstd_bomb(256 * MiB))
+    with pytest.raises(DecompressedSizeError, match=f"snappy payload declares {2**32 - 1}"):
+        decompress(Compression.SNAPPY, snappy_raw_claim(2**32 - 1))
+    # A claim within the limit that the data does not keep is corrupt, not a bomb.
+    with pytest.raises(ValueError, match="snappy decompression failed"):
+        decompress(Compression.SNAPPY, snappy_raw_claim(4096))
+
+
+def test_lz4_frames_only_lz4_frame_reads_are_bounded_too() -> None:
+    payload = bytes(40 * MiB)
+    frame = lz4.frame.compress(payload, block_linked=True, content_checksum=True)
+    with pytest.raises(DecompressedSizeError, match="lz4 payload decompresses to more than"):
+        decompress(Compression.LZ4, frame)
+    assert decompress(Compression.LZ4, frame, max_bytes=len(payload)) == payload
+    with pytest.raises(ValueError, match="truncated"):
+        decompress(Compression.LZ4, frame[:-6], max_bytes=len(payload))

@@ -63,3 +63,17 @@ def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 30.0)
         if time.monotonic() > end:
             raise AssertionError(f"gave up waiting ({deadline_s:.0f} s) for: {what}")
         time.sleep(0.05)
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Start ``pid``'s VmHWM (peak resident memory) afresh from its current RSS
+    (``5`` to /proc/<pid>/clear_refs, Linux 4.0+)."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """VmHWM of ``pid``: its peak resident memory since it started or reset_peak_rss."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for process {pid}")
