@@ -32,7 +32,11 @@ from samsa.broker.listeners import parse_listeners, parse_protocol_map, served_l
 from samsa.config import Config, ConfigDef, Range, Type, ValidChoice, at_least
 from samsa.errors import ConfigError
 from samsa.properties import load_properties, parse_properties
-from samsa.records.compression import LEVEL_RANGES, default_level
+from samsa.records.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    LEVEL_RANGES,
+    default_level,
+)
 
 __all__ = [
     "BROKER_CONFIG",
@@ -176,6 +180,13 @@ def _log_settings(d: ConfigDef) -> None:
     d.define("num.recovery.threads.per.data.dir", Type.INT, 2, at_least(1),
              "Accepted; recovery runs on one thread.")
     d.define("message.max.bytes", Type.INT, 1_048_588, at_least(0), "Largest record batch.")
+    # Kafka has none: it streams records through the decompressor (LogValidator); the check
+    # here holds a batch's records at once, so their size is bounded (records.compression).
+    d.define("samsa.decompressed.batch.max.bytes", Type.INT, DEFAULT_MAX_DECOMPRESSED_BYTES,
+             at_least(1),
+             "Largest size a produced compressed batch may decompress to (never below the "
+             "topic's max.message.bytes); a batch past it gets MESSAGE_TOO_LARGE, on which Java "
+             "and samsa producers split it.  Bounds the memory one produce check takes.")
     d.define("producer.id.expiration.ms", Type.INT, 86_400_000, at_least(1),
              "Forget idempotent producers idle this long.")
     d.define("producer.id.expiration.check.interval.ms", Type.INT, 600_000, at_least(1),

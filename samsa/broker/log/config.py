@@ -119,6 +119,7 @@ BROKER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in
     "log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
     "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
     "num.partitions", "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
+    "samsa.decompressed.batch.max.bytes",
 )}
 
 _INT_SETTINGS = [n for n in BROKER_DEFAULTS if BROKER_CONFIG[n].type in (Type.INT, Type.LONG)]
@@ -246,6 +247,10 @@ class LogConfig:
     cleanup_policy: str = _D["log.cleanup.policy"]
     file_delete_delay_ms: int = _D["log.segment.delete.delay.ms"]
     producer_id_expiration_ms: int = _D["producer.id.expiration.ms"]
+    # What a produced batch may decompress to: the broker's setting, never below the batch
+    # size the topic accepts (an uncompressed batch may be that large).
+    max_decompressed_bytes: int = max(_D["samsa.decompressed.batch.max.bytes"],
+                                      _D["message.max.bytes"])
 
     @classmethod
     def from_configs(
@@ -276,4 +281,6 @@ class LogConfig:
             cleanup_policy=str(get("cleanup.policy")),
             file_delete_delay_ms=int(get("file.delete.delay.ms")),
             producer_id_expiration_ms=int(resolved["producer.id.expiration.ms"]),
+            max_decompressed_bytes=max(int(resolved["samsa.decompressed.batch.max.bytes"]),
+                                       int(get("max.message.bytes"))),
         )

@@ -70,7 +70,7 @@ from samsa.records.batch_header import (
     set_max_timestamp,
     stamp_offset_and_epoch,
 )
-from samsa.records.compression import decompress_scratch
+from samsa.records.compression import DecompressedSizeError, decompress_scratch
 from samsa.records.scratch import scratch_buffer
 from samsa.records.varint import decode_varint, decode_varlong
 
@@ -632,7 +632,12 @@ class Log:
                     section, first, last = buf, start, end
             else:
                 try:
-                    section, last = decompress_scratch(_CODECS[codec], memoryview(buf)[start:end])
+                    section, last = decompress_scratch(_CODECS[codec], memoryview(buf)[start:end],
+                                                       max_bytes=self.config.max_decompressed_bytes)
+                except DecompressedSizeError as exc:
+                    raise MessageTooLargeError(
+                        f"{where}: {exc} (samsa.decompressed.batch.max.bytes); send smaller "
+                        "batches or raise the limit") from None
                 except ValueError as exc:
                     raise CorruptRecordError(f"{where}: records do not decompress ({exc})") from exc
                 first = 0

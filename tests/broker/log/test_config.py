@@ -150,3 +150,15 @@ def test_every_log_setting_is_taken_from_the_configs() -> None:
     assert config.cleanup_policy == "compact"
     assert config.file_delete_delay_ms == 30
     assert LogConfig.from_configs({"log.segment.delete.delay.ms": 70}).file_delete_delay_ms == 70
+
+
+def test_decompressed_batch_limit_is_the_broker_setting_never_below_max_message_bytes() -> None:
+    MiB = 1024 * 1024
+    assert LogConfig().max_decompressed_bytes == 32 * MiB
+    assert LogConfig.from_configs().max_decompressed_bytes == 32 * MiB
+    config = LogConfig.from_configs({"samsa.decompressed.batch.max.bytes": 5 * MiB})
+    assert config.max_decompressed_bytes == 5 * MiB
+    # An uncompressed batch may be as large as max.message.bytes: so may a decompressed one.
+    config = LogConfig.from_configs({"samsa.decompressed.batch.max.bytes": 5 * MiB},
+                                    {"max.message.bytes": str(8 * MiB)})
+    assert config.max_decompressed_bytes == 8 * MiB
