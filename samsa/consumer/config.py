@@ -25,6 +25,7 @@ from samsa.net.client_config import (
     ClientConfig,
     client_config_def,
 )
+from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 __all__ = ["ASSIGNOR_NAMES", "CONSUMER_CONFIG", "ConsumerConfig"]
 
@@ -67,6 +68,13 @@ def _entries() -> list[ConfigEntry]:
           ValidChoice(("read_uncommitted", "read_committed"), case_insensitive=True),
           "read_committed hides aborted transactional records."),
         E("check.crcs", Type.BOOLEAN, True, None, "Verify the CRC of every fetched batch."),
+        # Not Java's (its consumer streams records out of the decompressor); samsa decompresses
+        # a batch at once, so its size is bounded (samsa.records.compression).  Four times the
+        # samsa broker's default: a Kafka broker has no such limit on what it stores.
+        E("samsa.decompressed.batch.max.bytes", Type.INT, 4 * DEFAULT_MAX_DECOMPRESSED_BYTES,
+          at_least(1),
+          "Largest size a fetched compressed batch may decompress to; a bigger one raises "
+          "CorruptRecordError from poll() (seek past it to go on)."),
         E("partition.assignment.strategy", Type.LIST, ["range", "cooperative-sticky"], None,
           "Assignors in preference order: range, roundrobin, cooperative-sticky."),
         E("key.deserializer", Type.CLASS, None, None, "Turns key bytes into objects (default: bytes).",

@@ -45,7 +45,8 @@ from samsa.errors import (
 from samsa.net import ClientRequest, ClientResponse, NetworkClient
 from samsa.net.cluster import Node, TopicPartition
 from samsa.protocol import FetchRequest, ListOffsetsRequest
-from samsa.records import AnyBatch, ControlRecordType, iter_batches
+from samsa.records import AnyBatch, ControlRecordType, RecordBatch, iter_batches
+from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressedSizeError
 
 __all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
 
@@ -74,14 +75,17 @@ class CompletedFetch:
         "check_crcs",
         "fetch_offset",
         "leader_epoch",
+        "max_decompressed_bytes",
         "next_offset",
         "read_committed",
         "tp",
     )
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: Any, check_crcs: bool,
-                 read_committed: bool, aborted: list[Any] | None) -> None:
+                 read_committed: bool, aborted: list[Any] | None, *,
+                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> None:
         self.tp = tp
+        self.max_decompressed_bytes = max_decompressed_bytes
         self.fetch_offset = fetch_offset
         self.next_offset = fetch_offset
         self.check_crcs = check_crcs
@@ -107,11 +111,27 @@ class CompletedFetch:
         try:
             return self._next_valid_batch(batches)
         except CorruptRecordError as exc:
-            # Kafka's CompletedFetch.maybeEnsureValid names the partition and the batch; the
-            # error is kept (its cachedRecordException) and raised again by every later take
-            # until a seek drops this fetch: the position stays on the corrupt batch.
-            self._error = CorruptRecordError(f"partition {self.tp}: {exc.detail or exc.message}")
-            raise self._error from None
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: CorruptRecordError, batch: AnyBatch | None = None) -> CorruptRecordError:
+        # Kafka's CompletedFetch.maybeEnsureValid names the partition and the batch; the
+        # error is kept (its cachedRecordException) and raised again by every later take
+        # until a seek drops this fetch: the position stays on the corrupt batch.
+        text = f"partition {self.tp}: {exc.detail or exc.message}"
+        if isinstance(exc.__cause__, DecompressedSizeError) and batch is not None:
+            text += (" (the consumer's samsa.decompressed.batch.max.bytes); raise it to read "
+                     f"the batch, or seek to offset {batch.next_offset} to skip it")
+        self._error = CorruptRecordError(text)
+        return self._error
+
+    def _records_of(self, batch: AnyBatch) -> Iterator[Any]:
+        """The batch's records, decompressed within this consumer's limit."""
+        try:
+            if type(batch) is RecordBatch:
+                return batch.iterate(max_decompressed_bytes=self.max_decompressed_bytes)
+            return iter(batch)
+        except CorruptRecordError as exc:
+            raise self._failed(exc, batch) from None
 
     def _next_valid_batch(self, batches: Iterator[AnyBatch]) -> AnyBatch | None:
         for batch in batches:
@@ -153,14 +173,14 @@ class CompletedFetch:
             if records is None:
                 try:
                     batch = self._next_batch()
+                    if batch is None:
+                        break
+                    records = self._records_of(batch)
                 except CorruptRecordError:
                     if out:
                         break  # the records before it now, the error on the next take
                     raise
-                if batch is None:
-                    break
                 self._batch = batch
-                records = iter(batch)
                 if batch.base_offset < self.next_offset:
                     start = self.next_offset
                     records = (r for r in records if r[0] >= start)
@@ -215,6 +235,7 @@ class Fetcher:
         self.max_wait_ms = config["fetch.max.wait.ms"]
         self.partition_max_bytes = config["max.partition.fetch.bytes"]
         self.check_crcs = config["check.crcs"]
+        self.max_decompressed_bytes = config["samsa.decompressed.batch.max.bytes"]
         self.read_committed = config["isolation.level"] == "read_committed"
         self.isolation_level = 1 if self.read_committed else 0
         self.request_timeout_ms = config["request.timeout.ms"]
@@ -326,7 +347,8 @@ class Fetcher:
                     if records:
                         self.completed.append(CompletedFetch(
                             tp, fetch_offset, records, self.check_crcs, self.read_committed,
-                            p.aborted_transactions))
+                            p.aborted_transactions,
+                            max_decompressed_bytes=self.max_decompressed_bytes))
                 elif code == OffsetOutOfRangeError.code:
                     if subs.default_reset == "none" or stale:
                         self._pending_error = OffsetOutOfRangeError(
