@@ -41,3 +41,36 @@ def handmade_batch(timestamps: Sequence[int], *, max_timestamp: int = -1,
                                 -1, -1, -1, count) + payload
     batch_length = 4 + 1 + 4 + len(after_crc)  # PartitionLeaderEpoch, Magic, CRC, the rest
     return _BEFORE_CRC.pack(0, batch_length, -1, 2, crc32c(after_crc)) + after_crc
+
+
+def handmade_record(offset_delta: int, value: bytes | None = b"v", *, key: bytes | None = None,
+                    timestamp_delta: int = 0,
+                    headers: Sequence[tuple[bytes | None, bytes | None]] = (),
+                    key_length: int | None = None, value_length: int | None = None,
+                    header_count: int | None = None, trailing: bytes = b"",
+                    length: int | None = None) -> bytes:
+    """One v2 record.  ``key_length``, ``value_length``, ``header_count`` and ``length`` write
+    that number in place of the true one (a record that lies); ``trailing`` adds bytes after
+    its fields, inside its length.  A header key of None is written as length -1."""
+    def sized(data: bytes | None, lie: int | None = None) -> bytes:
+        size = (-1 if data is None else len(data)) if lie is None else lie
+        return encode_varint(size) + (data or b"")
+
+    body = (b"\x00" + encode_varlong(timestamp_delta) + encode_varint(offset_delta)
+            + sized(key, key_length) + sized(value, value_length)
+            + encode_varint(len(headers) if header_count is None else header_count)
+            + b"".join(sized(k) + sized(v) for k, v in headers) + trailing)
+    return encode_varint(len(body) if length is None else length) + body
+
+
+def wrap_records(records: bytes, count: int, *, codec: Compression = Compression.NONE,
+                 base_timestamp: int = 0, max_timestamp: int = -1,
+                 last_offset_delta: int | None = None) -> bytes:
+    """A v2 batch (base offset 0, no producer id) around an uncompressed records section,
+    compressed with ``codec``, with ``count`` in the header and a correct CRC."""
+    payload = records if codec == Compression.NONE else compress(codec, records)
+    last = count - 1 if last_offset_delta is None else last_offset_delta
+    after_crc = _AFTER_CRC.pack(int(codec), last, base_timestamp, max_timestamp,
+                                -1, -1, -1, count) + payload
+    batch_length = 4 + 1 + 4 + len(after_crc)
+    return _BEFORE_CRC.pack(0, batch_length, -1, 2, crc32c(after_crc)) + after_crc

@@ -409,49 +409,6 @@ def test_concurrent_appends_and_reads(tmp_path: Path) -> None:
     log.close()
 
 
-def _record(value_size: int) -> bytes:
-    from samsa.records.varint import encode_varint
-
-    # attributes, timestamp delta, offset delta, null key, value, no headers
-    body = b"\0\0\0\x01" + bytes(encode_varint(value_size)) + b"v" * value_size + b"\0"
-    return bytes(encode_varint(len(body))) + body
-
-
-@pytest.mark.parametrize("value_size", [10, 100])  # one- and two-byte record lengths
-def test_walk_of_records_checks_count_and_lengths(value_size: int) -> None:
-    from samsa.broker.log.log import _walk_records
-
-    data = bytearray(_record(value_size) * 5)
-    _walk_records(data, 0, len(data), 5, "batch")
-    for wrong in (4, 6):
-        with pytest.raises(InvalidRecordError):
-            _walk_records(data, 0, len(data), wrong, "batch")
-    # Runs of different lengths, as offset deltas widen.
-    runs = bytearray(_record(value_size) * 70 + _record(value_size + 1) * 30
-                     + _record(value_size) * 3)
-    _walk_records(runs, 0, len(runs), 103, "batch")
-    with pytest.raises(InvalidRecordError):
-        _walk_records(runs, 0, len(runs), 102, "batch")
-    # A middle record one byte longer and the next one byte shorter: same total, still valid.
-    bad = bytearray(_record(value_size) * 2 + _record(value_size + 1) + _record(value_size - 1)
-                    + _record(value_size))
-    _walk_records(bad, 0, len(bad), 5, "batch")
-    bad[len(_record(value_size)) * 2] += 8  # a length that overruns its neighbours
-    with pytest.raises((CorruptRecordError, InvalidRecordError)):
-        _walk_records(bad, 0, len(bad), 5, "batch")
-    with pytest.raises((CorruptRecordError, InvalidRecordError)):
-        _walk_records(data, 0, len(data) - 1, 5, "batch")  # the last record is cut short
-
-
-def test_walk_of_records_of_all_different_sizes() -> None:
-    from samsa.broker.log.log import _walk_records
-
-    data = bytearray(b"".join(_record(10 + i % 7 * 30) for i in range(200)))
-    _walk_records(data, 0, len(data), 200, "batch")
-    with pytest.raises(InvalidRecordError):
-        _walk_records(data, 0, len(data), 199, "batch")
-
-
 def _now() -> int:
     return time.time_ns() // 1_000_000
 
