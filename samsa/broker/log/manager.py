@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from samsa.broker.config import BROKER_CONFIG
 from samsa.broker.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -50,6 +51,7 @@ from samsa.broker.log.files import (
 )
 from samsa.broker.log.handle_cache import HandleCache
 from samsa.broker.log.log import Log
+from samsa.broker.log.storage_errors import EPISODES, storage_error
 from samsa.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -120,7 +122,7 @@ class LogManager:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config = resolve_broker_config(config)
         # Every segment of this broker opens its .log through one bounded cache (handle_cache.py).
-        self.files = HandleCache(int(self.config.get("samsa.log.open.files.max") or 0))
+        self.files = HandleCache(int(self._setting("samsa.log.open.files.max")))
         self._lock = threading.RLock()
         self._lock_fd = self._acquire_dir_lock()
         self._topics: dict[str, TopicInfo] = {}
@@ -139,6 +141,11 @@ class LogManager:
                 opened.abandon()
             os.close(self._lock_fd)
             raise
+
+    def _setting(self, name: str) -> Any:
+        """A broker setting the log settings do not resolve (BROKER_CONFIG's default if unset)."""
+        value = self.config.get(name)
+        return BROKER_CONFIG[name].default if value is None else value
 
     # -- startup ------------------------------------------------------------------------------
 
@@ -190,13 +197,16 @@ class LogManager:
 
     def _open_log(self, info: TopicInfo, partition: int, log_config: LogConfig, *,
                   recovery_point: int = 0, log_start_offset: int = 0, clean: bool = False,
-                  now_ms: int | None = None) -> Log:
+                  now_ms: int | None = None, new: bool = False) -> Log:
         directory = self.data_dir / partition_dir_name(info.name, partition)
         directory.mkdir(exist_ok=True)
         metadata = directory / PARTITION_METADATA_FILE
         text = f"version: 0\ntopic_id: {topic_id_to_str(info.topic_id)}\n"
         if not metadata.exists() or metadata.read_text() != text:
-            atomic_write(metadata, text.encode())
+            # A new partition's file is not fsynced (two fsyncs were most of a creation's
+            # cost): topics.json, written durably after it, is what makes the partition exist,
+            # and opening the log rewrites this file from it if a crash lost it.
+            atomic_write(metadata, text.encode(), sync=not new)
         return Log(
             directory, log_config, topic=info.name, partition=partition,
             recovery_point=recovery_point, log_start_offset=log_start_offset,
@@ -260,11 +270,7 @@ class LogManager:
             info = TopicInfo(name, topic_id or _new_topic_id(), count, overrides)
             if validate_only:
                 return info
-            log_config = self._log_config(info)
-            created = {p: self._open_log(info, p, log_config) for p in range(count)}
-            self._topics[name] = info
-            self._logs.update({(name, p): lg for p, lg in created.items()})
-            self._write_topics()
+            self._create_partitions(info, range(count), previous=None)
             return info
 
     def delete_topic(self, name: str) -> None:
@@ -301,12 +307,55 @@ class LogManager:
             grown = TopicInfo(info.name, info.topic_id, total, info.configs)
             if validate_only:
                 return grown
-            log_config = self._log_config(grown)
-            for partition in range(info.partitions, total):
-                self._logs[(name, partition)] = self._open_log(grown, partition, log_config)
-            self._topics[name] = grown
-            self._write_topics()
+            self._create_partitions(grown, range(info.partitions, total), previous=info)
             return grown
+
+    def _create_partitions(self, info: TopicInfo, partitions: range,
+                           previous: TopicInfo | None) -> None:
+        """Make the logs of ``partitions`` and record ``info``; on a storage error undo all of it
+        (so nothing half-made is served or reloaded) and raise KafkaStorageError."""
+        log_config = self._log_config(info)
+        created: list[int] = []
+        path = self.data_dir
+        try:
+            for partition in partitions:
+                path = self.data_dir / partition_dir_name(info.name, partition)
+                created.append(partition)
+                self._logs[(info.name, partition)] = self._open_log(info, partition, log_config,
+                                                                    new=True)
+            path = self.data_dir / TOPICS_FILE
+            self._topics[info.name] = info
+            self._write_topics()
+        except BaseException as exc:
+            self._undo_create(info.name, created, previous)
+            if isinstance(exc, OSError):
+                error = storage_error(f"creating topic {info.name!r} ({info.partitions} "
+                                      "partitions): writing", exc.filename or path, exc)
+                EPISODES.failed(f"{self.data_dir}: topic creation", error)
+                raise error from exc
+            if isinstance(exc, KafkaStorageError):
+                EPISODES.failed(f"{self.data_dir}: topic creation", exc)
+            raise
+        EPISODES.succeeded(f"{self.data_dir}: topic creation")
+
+    def _undo_create(self, name: str, partitions: list[int], previous: TopicInfo | None) -> None:
+        if previous is None:
+            self._topics.pop(name, None)
+        else:
+            self._topics[name] = previous
+        for partition in partitions:
+            opened = self._logs.pop((name, partition), None)
+            if opened is not None:
+                opened.abandon()  # releases its descriptors, writes nothing
+            directory = self.data_dir / partition_dir_name(name, partition)
+            try:
+                # As delete_topic: a crash during the removal leaves a -delete dir, removed at
+                # start; one that could not be renamed is set aside (-stray) at start.
+                doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-delete")
+                directory.rename(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            except OSError:
+                continue
 
     def set_topic_configs(self, name: str, configs: Mapping[str, Any], *,
                           validate_only: bool = False) -> TopicInfo:
@@ -366,15 +415,20 @@ class LogManager:
     # -- housekeeping ---------------------------------------------------------------------------
 
     def checkpoint(self) -> None:
-        """Write the recovery-point and log-start-offset checkpoint files now."""
+        """Write the recovery-point and log-start-offset checkpoint files now.  Raises
+        KafkaStorageError (logged once per failure episode) if they cannot be written."""
         with self._lock:
             logs = dict(self._logs)
-        write_offset_checkpoint(
-            self.data_dir / RECOVERY_POINT_CHECKPOINT, {k: lg.recovery_point for k, lg in logs.items()}
-        )
-        write_offset_checkpoint(
-            self.data_dir / LOG_START_OFFSET_CHECKPOINT, {k: lg.log_start_offset for k, lg in logs.items()}
-        )
+        path = self.data_dir / RECOVERY_POINT_CHECKPOINT
+        try:
+            write_offset_checkpoint(path, {k: lg.recovery_point for k, lg in logs.items()})
+            path = self.data_dir / LOG_START_OFFSET_CHECKPOINT
+            write_offset_checkpoint(path, {k: lg.log_start_offset for k, lg in logs.items()})
+        except OSError as exc:
+            error = storage_error("writing checkpoint", path, exc)
+            EPISODES.failed(f"{self.data_dir}: checkpoints", error)
+            raise error from exc
+        EPISODES.succeeded(f"{self.data_dir}: checkpoints")
 
     def tick(self, now_ms: int | None = None) -> None:
         """Periodic work, each part at its own configured interval: per-log flush policy
@@ -383,11 +437,17 @@ class LogManager:
         now = _now_ms() if now_ms is None else now_ms
         logs = list(self.logs().values())
         for partition_log in logs:
-            partition_log.maintain(now)
+            try:
+                partition_log.maintain(now)
+            except KafkaStorageError:
+                continue  # logged once by the log; the others are still maintained
         if now >= self._next_retention_ms:
             self._next_retention_ms = now + int(self.config["log.retention.check.interval.ms"])
             for partition_log in logs:
-                partition_log.apply_retention(now)
+                try:
+                    partition_log.apply_retention(now)
+                except KafkaStorageError:
+                    continue
         if now >= self._next_expiry_ms:
             self._next_expiry_ms = now + int(self.config["producer.id.expiration.check.interval.ms"])
             for partition_log in logs:
@@ -410,6 +470,8 @@ class LogManager:
         while not self._stop.wait(interval_s):
             try:
                 self.tick()
+            except KafkaStorageError:
+                pass  # logged once per failure episode where it happened; the next tick retries
             except Exception:  # keep housekeeping alive; the next tick retries
                 log.exception("log housekeeping failed")
 
@@ -425,12 +487,20 @@ class LogManager:
         with self._lock:
             if self._closed:
                 return
+            clean = True
             for partition_log in self._logs.values():
-                partition_log.close()
-            self.checkpoint()
-            atomic_write(self.data_dir / CLEAN_SHUTDOWN_FILE, json.dumps({"version": 0}).encode())
-            self._closed = True
-            os.close(self._lock_fd)
+                try:
+                    partition_log.close()
+                except KafkaStorageError:
+                    clean = False  # logged by the log; recovery checks it at the next start
+            try:
+                self.checkpoint()
+                if clean:
+                    atomic_write(self.data_dir / CLEAN_SHUTDOWN_FILE,
+                                 json.dumps({"version": 0}).encode())
+            finally:
+                self._closed = True
+                os.close(self._lock_fd)
 
     def __enter__(self) -> Self:
         return self

@@ -59,3 +59,19 @@ def test_atomic_write_syncs_the_file_and_its_directory_unless_told_not_to(
     atomic_write(tmp_path / "b", b"y", sync=False)
     assert synced == []
     assert [(p.name, p.read_bytes()) for p in sorted(tmp_path.iterdir())] == [("a", b"x"), ("b", b"y")]
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    target = tmp_path / "topics.json"
+    atomic_write(target, b"old")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError):
+        atomic_write(target, b"new")
+    assert [(p.name, p.read_bytes()) for p in tmp_path.iterdir()] == [("topics.json", b"old")]

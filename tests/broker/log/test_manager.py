@@ -525,3 +525,74 @@ def test_reconfigure_applies_broker_settings_to_every_log_that_does_not_override
     manager.close()
     with pytest.raises(KafkaStorageError, match="is closed"):
         manager.reconfigure({"log.retention.ms": "1"})
+
+
+# -- capacity and failed creations ---------------------------------------------------------------
+
+
+def _enospc_on_the_nth_partition(monkeypatch: pytest.MonkeyPatch, n: int) -> list[int]:
+    """partition.metadata writes fail with ENOSPC from the ``n``-th on; returns the call count."""
+    import errno
+
+    calls = [0]
+    real = manager_module.atomic_write
+
+    def write(path: Path, data: bytes, *, sync: bool = True) -> None:
+        if path.name == "partition.metadata":
+            calls[0] += 1
+            if calls[0] >= n:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data, sync=sync)
+
+    monkeypatch.setattr(manager_module, "atomic_write", write)
+    return calls
+
+
+def test_a_creation_failing_half_way_removes_what_it_made(
+        open_manager: Open, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    manager = open_manager()
+    manager.create_topic("kept", 2)
+    descriptors = len(os.listdir("/proc/self/fd"))
+    with monkeypatch.context() as patch:
+        _enospc_on_the_nth_partition(patch, 4)
+        with pytest.raises(KafkaStorageError) as raised:
+            manager.create_topic("half", 8)
+        message = str(raised.value)
+        assert "half-3" in message and "partition.metadata" in message
+        assert "No space left on device" in message
+        with pytest.raises(KafkaStorageError):
+            manager.add_partitions("kept", 6)
+    assert manager.topic("half") is None and manager.topic("kept").partitions == 2
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["kept-0", "kept-1"]
+    assert len(os.listdir("/proc/self/fd")) == descriptors
+    assert json.loads((data / "topics.json").read_text())["topics"].keys() == {"kept"}
+    with pytest.raises(UnknownTopicOrPartitionError):
+        manager.get_log("half", 0)
+    manager.close()
+    again = open_manager()
+    assert sorted(again.topics()) == ["kept"]
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["kept-0", "kept-1"]
+    again.create_topic("half", 8)  # space is back
+    again.add_partitions("kept", 6)
+    assert again.topic("half").partitions == 8 and again.topic("kept").partitions == 6
+
+
+def test_a_registry_that_cannot_be_written_undoes_the_creation(
+        open_manager: Open, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    manager = open_manager()
+    real = manager_module.atomic_write
+
+    def write(path: Path, data: bytes, *, sync: bool = True) -> None:
+        if path.name == "topics.json":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data, sync=sync)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(manager_module, "atomic_write", write)
+        with pytest.raises(KafkaStorageError, match="topics.json"):
+            manager.create_topic("t", 3)
+    assert manager.topic("t") is None
+    assert not [p for p in (tmp_path / "data").iterdir() if p.name.startswith("t-")]
