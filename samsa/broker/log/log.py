@@ -11,10 +11,9 @@ import enum
 import struct
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from samsa.broker.log.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -38,10 +37,15 @@ from samsa.broker.log.producer_state import (
 )
 from samsa.broker.log.segment import LogSegment
 from samsa.broker.log.storage_errors import EPISODES, storage_error
+from samsa.broker.log.validator import (
+    BatchPlace,
+    RecordTimestampError,
+    checked_max_timestamp,
+    walk_records,
+)
 from samsa.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
@@ -73,13 +77,12 @@ from samsa.records.batch_header import (
 )
 from samsa.records.compression import DecompressedSizeError, decompress_scratch
 from samsa.records.scratch import scratch_buffer
-from samsa.records.varint import decode_varint, decode_varlong
 
-__all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "TimestampAndOffset"]
+__all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "RecordTimestampError",
+           "TimestampAndOffset"]
 
 _INT32 = struct.Struct(">i")
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
+_LOWEST_BASE = -(1 << 63) + 64
 _CODECS = {int(c): c for c in Compression}  # a dict lookup, not an Enum call, per batch
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
@@ -121,216 +124,6 @@ class TimestampAndOffset(NamedTuple):
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-_MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key, value, header count
-# _walk_records: after this many runs shorter than _SHORT_RUN records, walk one by one.
-_SHORT_RUN = 4
-_MAX_SHORT_RUNS = 3
-# One-byte zigzag varint -> its value + 64 (0..127), order-preserving: the smallest and largest
-# byte of a translated run of one-byte timestamp deltas give the run's smallest and largest.
-_ZIGZAG_RANK = bytes(((b >> 1) ^ -(b & 1)) + 64 if b < 0x80 else 0 for b in range(256))
-# _ABOVE[v + 64]: one-byte zigzag varints whose value exceeds v -> 0x80, the rest -> 0, so that
-# ``run.translate(_ABOVE[v + 64]).isascii()`` says "no delta above v" in two C passes (max()
-# over a run costs ~11 ns a record).
-_ABOVE = tuple(bytes(0x80 if b < 0x80 and _ZIGZAG_RANK[b] > rank else 0 for b in range(256))
-               for rank in range(128))
-
-
-class _BatchPlace(NamedTuple):
-    """Where a produced batch sits, formatted only if an error message needs it."""
-
-    pos: int
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
-
-
-def _delta_range(data: bytes | bytearray, first: int, run: int, stride: int,
-                 lo: int, hi: int) -> tuple[int, int]:
-    """(lo, hi) widened by the timestamp deltas at ``first``, ``first + stride``, ... (``run``
-    of them): one record at a time, for runs holding a delta of more than one byte."""
-    for p in range(first, first + run * stride, stride):
-        delta = decode_varlong(data, p)[0]
-        lo = min(lo, delta)
-        hi = max(hi, delta)
-    return lo, hi
-
-
-def _walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
-                  where: str | _BatchPlace, claimed: int = _INT64_MIN,
-                  want_min: bool = True) -> tuple[int, int]:
-    """Check that ``data[pos:end]`` holds exactly ``count`` records; return the smallest and
-    largest record timestamp delta (Kafka's LogValidator recomputes MaxTimestamp from them).
-    The smallest only if ``want_min`` (else a bound of no use).
-
-    Kafka's LogValidator iterates every record of a produced batch; this does the part that keeps
-    a lying batch out of the log without decoding record bodies: each record is a zigzag varint
-    length then that many bytes, so following the lengths must land on ``end`` after ``count``
-    records.  Offset deltas are not checked: reaching them means parsing every record.
-
-    Records come in runs of one length (same-sized values; the offset delta widens at 64 and
-    8192), so each step takes a whole run at C speed: the length varints of a run of length-L
-    records sit every ``width + L`` bytes, and the strided slices of those bytes start with as
-    many copies of the first one as the run has records.  Where runs are short (sizes vary) it
-    falls back to one record per step.  Raises CorruptRecordError for a record that does not
-    fit, InvalidRecordError for a wrong count or trailing bytes.
-
-    A record body starts with Attributes (one byte), then TimestampDelta (varlong): within a
-    run those deltas' first bytes are strided too, so a run whose deltas all take one byte
-    (timestamps within 64 ms of the base, as a producer's batches usually are) is measured with
-    a slice, a translate and max() rather than a decode per record.  Cheaper still when the
-    header told the truth (the usual case): ``claimed`` is its MaxTimestamp as a delta, and a
-    run with no delta above it costs a translate and a byte search; only if no run holds
-    ``claimed`` are the runs that were only bounded by it measured after all.
-    """
-    index = 0
-    short_runs = 0
-    lo = _INT64_MAX
-    hi = _INT64_MIN
-    # The header's claim, if a one-byte delta: its rank table and zigzag byte.
-    above = _ABOVE[claimed + 64] if -64 <= claimed <= 63 else None
-    claimed_byte = (claimed << 1) ^ (claimed >> 63)
-    claimed_seen = False
-    bounded: list[bytes | bytearray] = []  # runs known only to stay at or below ``claimed``
-    try:
-        while pos < end:
-            # Record length (zigzag varint), one- and two-byte forms inline.
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                body = pos + 1
-            else:
-                b1 = data[pos + 1]
-                if b1 < 0x80:
-                    n = (b & 0x7F) | (b1 << 7)
-                    length = (n >> 1) ^ -(n & 1)
-                    body = pos + 2
-                else:
-                    length, body = decode_varint(data, pos)
-            if length < _MIN_RECORD_BODY or body + length > end:
-                raise CorruptRecordError(
-                    f"{where}: record {index} has length {length}, which does not fit the "
-                    f"{end - body} bytes left in the batch"
-                )
-            stride = body - pos + length
-            if short_runs >= _MAX_SHORT_RUNS:
-                b = data[body + 1]
-                delta = (b >> 1) ^ -(b & 1) if b < 0x80 else decode_varlong(data, body + 1)[0]
-                if delta < lo:  # noqa: PLR1730 -- a compare, not a call, per record
-                    lo = delta
-                if delta > hi:  # noqa: PLR1730
-                    hi = delta
-                pos += stride
-                index += 1
-                continue
-            run = (end - pos) // stride  # records of this length that could still fit
-            stop = pos + run * stride
-            for j in range(pos, body):
-                marks = data[j:stop:stride]
-                run = min(run, len(marks) - len(marks.lstrip(marks[:1])))
-            if run < _SHORT_RUN:
-                short_runs += 1
-            stop = pos + run * stride
-            deltas = data[body + 1 : stop : stride]
-            if not deltas.isascii():  # some delta takes more than one byte
-                lo, hi = _delta_range(data, body + 1, run, stride, lo, hi)
-            else:
-                if want_min:
-                    lo = min(lo, min(deltas.translate(_ZIGZAG_RANK)) - 64)
-                if above is not None and deltas.translate(above).isascii():
-                    if not claimed_seen and claimed_byte in deltas:
-                        claimed_seen = True
-                    elif not claimed_seen:
-                        bounded.append(deltas)
-                elif claimed > 63:
-                    bounded.append(deltas)  # every one-byte delta is below it
-                else:
-                    hi = max(hi, max(deltas.translate(_ZIGZAG_RANK)) - 64)
-            pos = stop
-            index += run
-    except (IndexError, ValueError) as exc:  # a length varint ran off the data or was over-long
-        raise CorruptRecordError(f"{where}: record {index} is malformed ({exc})") from exc
-    if index != count:
-        raise InvalidRecordError(
-            f"{where}: header declares {count} records but the batch holds {index}"
-            + (" (or trailing bytes that do not form records)" if index > count else "")
-        )
-    if claimed_seen:
-        return lo, max(hi, claimed)
-    for deltas in bounded:
-        hi = max(hi, max(deltas.translate(_ZIGZAG_RANK)) - 64)
-    return lo, hi
-
-
-class RecordTimestampError(InvalidTimestampError):
-    """INVALID_TIMESTAMP with ``(batch index, message)`` for each rejected record: the
-    RecordErrors of ProduceResponse v8+ (KIP-467)."""
-
-    def __init__(self, detail: str | None = None,
-                 record_errors: list[tuple[int, str]] | None = None) -> None:
-        super().__init__(detail)
-        self.record_errors = record_errors or []
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.detail, self.record_errors))
-
-
-def _iter_timestamp_deltas(data: bytes | bytearray, pos: int, end: int) -> Iterator[int]:
-    """Each record's TimestampDelta, in order (records already walked by _walk_records)."""
-    while pos < end:
-        length, body = decode_varint(data, pos)
-        yield decode_varlong(data, body + 1)[0]
-        pos = body + length
-
-
-def _checked_max_timestamp(config: LogConfig, header: BatchHeader, lo: int, hi: int,
-                           log_append_time: bool, now: int, data: bytes | bytearray, pos: int,
-                           end: int, where: str | _BatchPlace) -> int:
-    """The batch's MaxTimestamp as Kafka's LogValidator computes it (the largest record
-    timestamp, or ``now`` under LogAppendTime), after its per-record ``validateTimestamp``.
-
-    ``lo``/``hi``: the smallest and largest TimestampDelta.  Only when the bounds they give
-    break message.timestamp.before/after.max.ms are the records checked one by one, to skip
-    records without a timestamp (-1) and to name the offending ones.
-    """
-    if header.attributes & TIMESTAMP_TYPE_MASK:
-        # Flagged LogAppendTime by the producer: each record reads as MaxTimestamp
-        # (DefaultRecordBatch).  Kafka takes that as the records' CreateTime on a CreateTime
-        # topic and refuses it otherwise ("Producer should not set timestamp type to
-        # LogAppendTime").
-        if log_append_time or header.max_timestamp == NO_TIMESTAMP:
-            message = "Producer should not set timestamp type to LogAppendTime"
-            raise RecordTimestampError(
-                f"{where}: the producer set the timestamp type to LogAppendTime, which only the "
-                "broker may set", [(i, message) for i in range(header.records_count)])
-        lo_ts = hi_ts = header.max_timestamp
-    else:
-        # Kafka starts its running max at NO_TIMESTAMP: records all below -1 still give -1.
-        lo_ts, hi_ts = header.base_timestamp + lo, max(header.base_timestamp + hi, NO_TIMESTAMP)
-    if log_append_time:
-        return now
-    after, before = config.timestamp_after_max_ms, config.timestamp_before_max_ms
-    if hi_ts - now <= after and (before >= LONG_MAX or now - lo_ts <= before):
-        return hi_ts
-    errors = []
-    same = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
-    for index, delta in enumerate(_iter_timestamp_deltas(data, pos, end)):
-        ts = same if same is not None else header.base_timestamp + delta
-        if ts != NO_TIMESTAMP and (now - ts > before or ts - now > after):
-            errors.append((index, (f"Timestamp {ts} of record {index} is out of range. The "
-                                   f"timestamp should be within [{now - before}, "
-                                   f"{now + after}]")))
-    if not errors:
-        return hi_ts  # only records without a timestamp were outside the bounds
-    raise RecordTimestampError(
-        f"{where}: {len(errors)} record(s) rejected (message.timestamp.before.max.ms="
-        f"{before}, message.timestamp.after.max.ms={after}), the first: "
-        + "; ".join(message for _, message in errors[:3]),
-        errors,
-    )
 
 
 class Log:
@@ -581,6 +374,7 @@ class Log:
         headers: list[tuple[int, BatchHeader]] = []
         max_bytes = self.config.max_message_bytes
         want_min = self.config.timestamp_before_max_ms < LONG_MAX and not log_append_time
+        need_key = "compact" in self.config.cleanup_policy  # LogValidator.validateKey
         pos = 0
         while pos < len(buf):
             remaining = len(buf) - pos
@@ -599,7 +393,7 @@ class Log:
             header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
             # Messages are built only when needed: this runs for every produced batch.  (Fields
             # and flag masks rather than BatchHeader's properties: a call each.)
-            where = _BatchPlace(pos, self.topic, self.partition)
+            where = BatchPlace(pos, self.topic, self.partition)
             count = header.records_count
             attributes = header.attributes
             producer_id = header.producer_id
@@ -619,7 +413,6 @@ class Log:
             codec = attributes & COMPRESSION_CODEC_MASK
             if codec > _MAX_CODEC:
                 raise UnsupportedCompressionTypeError(f"{where}: unknown compression codec {codec}")
-            # Walk the records as Kafka's LogValidator does: the count and size must match them.
             start = pos + RECORD_BATCH_OVERHEAD
             end = pos + header.batch_length + LOG_OVERHEAD
             section: bytes | bytearray
@@ -642,11 +435,14 @@ class Log:
                 except ValueError as exc:
                     raise CorruptRecordError(f"{where}: records do not decompress ({exc})") from exc
                 first = 0
-            lo, hi = _walk_records(section, first, last, count, where,
-                                   header.max_timestamp - header.base_timestamp, want_min)
+            # Every record parsed, as LogValidator does; nothing is appended if one fails.
+            # (A base timestamp within 64 ms of the smallest long can underflow: then measure.)
+            lo, hi = walk_records(section, first, last, count, where,
+                                  header.max_timestamp - header.base_timestamp,
+                                  want_min or header.base_timestamp < _LOWEST_BASE, need_key)
             # MaxTimestamp is the broker's, never the client's (LogValidator): sarama sends -1.
-            max_timestamp = _checked_max_timestamp(self.config, header, lo, hi, log_append_time,
-                                                   now, section, first, last, where)
+            max_timestamp = checked_max_timestamp(self.config, header, lo, hi, log_append_time,
+                                                  now, section, first, last, where)
             if not log_append_time and (max_timestamp != header.max_timestamp
                                         or attributes & TIMESTAMP_TYPE_MASK):
                 set_max_timestamp(buf, pos, False, max_timestamp)  # CRC too
