@@ -59,6 +59,7 @@ class Acceptor:
         for sock, endpoint in server_sockets:
             self._selector.register(sock, selectors.EVENT_READ, (sock, endpoint))
         self._paused: list[tuple[socket.socket, Endpoint]] = []  # listeners without a slot
+        self._limit_logged: set[str] = set()
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"samsa-acceptor-{node_id}",
@@ -118,9 +119,13 @@ class Acceptor:
     def _pause(self, server_socket: socket.socket, endpoint: Endpoint) -> None:
         self._selector.unregister(server_socket)
         self._paused.append((server_socket, endpoint))
-        log.info("listener %s has its maximum of connections (max.connections=%d, "
-                 "%d open): new connections wait in the listen backlog", endpoint.listener.name,
-                 self._quotas.max_connections, self._quotas.total)
+        name = endpoint.listener.name
+        # Once per listener at INFO: a broker kept at its limit pauses at every close.
+        level = logging.DEBUG if name in self._limit_logged else logging.INFO
+        self._limit_logged.add(name)
+        log.log(level, "listener %s is at its connection limit (max.connections, %d open "
+                "in all): new connections wait in the listen backlog until others close",
+                name, self._quotas.total)
 
     def _accept_all(self, server_socket: socket.socket, endpoint: Endpoint) -> None:
         listener = endpoint.listener.name
