@@ -139,6 +139,11 @@ KIPS: tuple[Kip, ...] = (
          "samsa/security/scram.py"),
         "Describe/AlterUserScramCredentials and the durable credential store, which SASL/SCRAM "
         "listeners authenticate with"),
+    Kip(578, "Add configuration to limit number of partitions", _P,
+        ("samsa/broker/log/manager.py", "samsa/broker/config.py"),
+        "max.broker.partitions (default 20000) on CreateTopics, CreatePartitions and "
+        "auto-creation, refused with POLICY_VIOLATION (the KIP's new error code never reached "
+        "Kafka); no cluster-wide max.partitions on one node"),
     Kip(580, "Exponential Backoff for Kafka Clients", _Y, ("samsa/net/backoff.py",),
         "retry.backoff.max.ms"),
     Kip(651, "Support PEM format for SSL certificates and private key", _P, ("samsa/security/tls.py",),

@@ -196,6 +196,15 @@ def _log_settings(d: ConfigDef) -> None:
     d.define("samsa.log.open.files.max", Type.INT, 0, at_least(0),
              "Segment files kept open at once (an LRU; others are reopened on use); 0 = a "
              "quarter of the soft RLIMIT_NOFILE.")
+    # KIP-578's name (the KIP was never adopted by Kafka).  A partition at rest holds no
+    # descriptor (segment files go through the cache above), so the limit comes from what
+    # each partition costs in memory and in start and stop time: docs/architecture.md, Storage.
+    d.define("max.broker.partitions", Type.INT, 20_000, at_least(1),
+             "Most partitions this broker holds (internal topics included); CreateTopics, "
+             "CreatePartitions and auto-creation that would pass it get POLICY_VIOLATION.")
+    d.define("samsa.open.files.limit.raise.enable", Type.BOOLEAN, True, None,
+             "At start, raise the soft RLIMIT_NOFILE to the hard limit, as Kafka's docs advise "
+             "for production; false keeps the inherited limit.")
 
 
 def _coordinator_settings(d: ConfigDef) -> None:

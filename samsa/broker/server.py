@@ -38,6 +38,7 @@ from samsa.broker.network.authenticator import SERVED_MECHANISMS, SaslListenerSe
 from samsa.broker.network.endpoint import Endpoint, server_ssl_context
 from samsa.broker.network.probe import api_versions_probe
 from samsa.broker.node import BrokerNode
+from samsa.broker.open_files_limit import raise_open_files_limit
 from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.errors import ConfigError
 from samsa.security.jaas import parse_jaas_config
@@ -89,6 +90,8 @@ class Broker:
 
             apis_factory = KafkaApis
 
+        # Before the logs open: the segment handle cache is sized from this limit.
+        raise_open_files_limit(bool(self.config["samsa.open.files.limit.raise.enable"]))
         self.log_manager = log_manager_factory(self.data_dir, self.config)
         try:
             # The advertised port is filled in by start(), once the listener is bound.

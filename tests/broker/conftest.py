@@ -151,9 +151,11 @@ class BrokerProcess:
     the first start picks a free port and every restart reuses it, so clients reconnect."""
 
     def __init__(self, data_dir: Path, config: Mapping[str, Any] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None,
+                 preexec_fn: Callable[[], None] | None = None) -> None:
         self.data_dir = data_dir
         self.config = dict(config or {})
+        self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. resource.setrlimit)
         self.port = port if port is not None else free_port()
         self.proc: subprocess.Popen[str] | None = None
         self.starts = 0
@@ -176,7 +178,10 @@ class BrokerProcess:
         # SO_REUSEADDR, but retry a few times in case the port is still held.
         deadline = time.monotonic() + timeout
         while True:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
+            # preexec_fn is only ever a resource.setrlimit call here: no lock a thread of
+            # the parent could hold at fork time.
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                         preexec_fn=self.preexec_fn)  # noqa: PLW1509
             assert self.proc.stdout is not None
             line = self.proc.stdout.readline()
             if line.startswith("listening on "):
@@ -219,8 +224,9 @@ class BrokerProcess:
 def broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     started: list[BrokerProcess] = []
 
-    def make(config: Mapping[str, Any] | None = None, name: str = "data") -> BrokerProcess:
-        process = BrokerProcess(tmp_path / name, config)
+    def make(config: Mapping[str, Any] | None = None, name: str = "data",
+             preexec_fn: Callable[[], None] | None = None) -> BrokerProcess:
+        process = BrokerProcess(tmp_path / name, config, preexec_fn=preexec_fn)
         started.append(process)
         return process
 

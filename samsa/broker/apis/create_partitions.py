@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from samsa.broker.apis.context import RequestContext
+from samsa.broker.apis.create_topics import MAX_PARTITIONS_PER_REQUEST
 from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_names import refuse_internal
@@ -14,6 +15,7 @@ from samsa.errors import (
     InvalidReplicaAssignmentError,
     InvalidRequestError,
     KafkaError,
+    PolicyViolationError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
@@ -50,9 +52,28 @@ def _grow(services: BrokerServices, topic: Any, validate_only: bool) -> None:
     services.logs.add_partitions(name, count, validate_only=validate_only)
 
 
+def _added_partitions(services: BrokerServices, topics: Any) -> int:
+    added = 0
+    for topic in topics:
+        info = services.topic(topic.name)
+        if info is not None and topic.count > info.partitions:
+            added += topic.count - info.partitions
+    return added
+
+
 def handle_create_partitions(services: BrokerServices,
                              ctx: RequestContext) -> CreatePartitionsResponse:
     req = ctx.body
+    added = _added_partitions(services, req.topics)
+    if added > MAX_PARTITIONS_PER_REQUEST:
+        # Kafka's controller fails such a request whole ("Unable to perform excessively large
+        # batch operation.", EventHandlerExceptionInfo), before any work.
+        message = (f"Unable to perform excessively large batch operation: {added} new "
+                   f"partitions; one CreatePartitions request may add at most "
+                   f"{MAX_PARTITIONS_PER_REQUEST}. Grow the topics in several requests.")
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            Result(name=name, error_code=PolicyViolationError.code, error_message=message)
+            for name in dict.fromkeys(t.name for t in req.topics)])
     counts = Counter(t.name for t in req.topics)
     results: list[Result] = []
     answered: set[str] = set()

@@ -18,6 +18,7 @@ from samsa.errors import (
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     TopicAuthorizationFailedError,
 )
@@ -27,6 +28,40 @@ from samsa.security.acl import AclOperation, ResourceType
 
 TopicResult = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
+
+# Kafka's controller refuses a CreateTopics request adding more partitions than this, whole
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH), and a CreatePartitions one too (its
+# records are capped at MAX_RECORDS_PER_USER_OP, one per partition).
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+def _requested_partitions(services: BrokerServices, topics: Any) -> int:
+    """Partitions the request would add, counted as Kafka's validateTotalNumberOfPartitions."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += services.default_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
+def _too_many_partitions(services: BrokerServices, req: Any) -> CreateTopicsResponse | None:
+    """The whole request refused, before any work, if it adds more partitions than one request
+    may (POLICY_VIOLATION for every topic, as Kafka answers)."""
+    total = _requested_partitions(services, req.topics)
+    if total <= MAX_PARTITIONS_PER_REQUEST:
+        return None
+    message = (f"Excessively large number of partitions per request: {total}; one CreateTopics "
+               f"request may add at most {MAX_PARTITIONS_PER_REQUEST} (Kafka's controller "
+               "limit). Create the topics in several requests; the broker holds at most "
+               f"max.broker.partitions={services.logs.max_partitions} in all.")
+    names = dict.fromkeys(t.name for t in req.topics)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=[
+        TopicResult(name=name, topic_id=ZERO_UUID, error_code=PolicyViolationError.code,
+                    error_message=message, configs=None) for name in names])
 
 
 def _plan(services: BrokerServices, topic: Any) -> tuple[int, dict[str, str]]:
@@ -79,6 +114,9 @@ def _plan(services: BrokerServices, topic: Any) -> tuple[int, dict[str, str]]:
 def handle_create_topics(services: BrokerServices, ctx: RequestContext) -> CreateTopicsResponse:
     version = ctx.header.request_api_version
     req = ctx.body
+    refused = _too_many_partitions(services, req)
+    if refused is not None:
+        return refused
     counts = Counter(t.name for t in req.topics)
     repeated = {name for name, k in counts.items() if k > 1}
     answered: set[str] = set()

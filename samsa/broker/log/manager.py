@@ -56,6 +56,7 @@ from samsa.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -146,6 +147,11 @@ class LogManager:
         """A broker setting the log settings do not resolve (BROKER_CONFIG's default if unset)."""
         value = self.config.get(name)
         return BROKER_CONFIG[name].default if value is None else value
+
+    @property
+    def max_partitions(self) -> int:
+        """``max.broker.partitions`` (KIP-578's name): the most partitions this broker holds."""
+        return int(self._setting("max.broker.partitions"))
 
     # -- startup ------------------------------------------------------------------------------
 
@@ -267,6 +273,7 @@ class LogManager:
                         f"topic {name!r} collides with existing topic {other!r} ('.' and '_' "
                         "are interchangeable in metric names)"
                     )
+            self._check_capacity(name, count)
             info = TopicInfo(name, topic_id or _new_topic_id(), count, overrides)
             if validate_only:
                 return info
@@ -304,11 +311,24 @@ class LogManager:
                 raise InvalidPartitionsError(
                     f"topic {name!r} has {info.partitions} partitions; the new count {total} must be larger"
                 )
+            self._check_capacity(name, total - info.partitions)
             grown = TopicInfo(info.name, info.topic_id, total, info.configs)
             if validate_only:
                 return grown
             self._create_partitions(grown, range(info.partitions, total), previous=info)
             return grown
+
+    def _check_capacity(self, name: str, added: int) -> None:
+        """Refuse, before any work, partitions this broker cannot hold (KIP-578's
+        max.broker.partitions; internal and auto-created topics count too, as there)."""
+        limit = self.max_partitions
+        held = sum(t.partitions for t in self._topics.values())
+        if held + added > limit:
+            raise PolicyViolationError(
+                f"topic {name!r}: {added} more partition(s) would bring this broker to "
+                f"{held + added}, past max.broker.partitions={limit}; delete topics or raise "
+                "max.broker.partitions"
+            )
 
     def _create_partitions(self, info: TopicInfo, partitions: range,
                            previous: TopicInfo | None) -> None:

@@ -35,3 +35,16 @@ def test_a_topic_named_twice_is_answered_once_as_invalid_request(client: Any,
                     R.CreatePartitionsTopic(name="t", count=4, assignments=None))
     assert results == {"t": (INVALID_REQUEST, "Duplicate topic in request."), "u": (0, None)}
     assert (log_manager.topic("t").partitions, log_manager.topic("u").partitions) == (1, 2)
+
+
+def test_more_than_10000_new_partitions_in_one_request_are_refused_whole(
+        client: Any, log_manager: Any) -> None:
+    # Kafka's controller fails the request ("Unable to perform excessively large batch
+    # operation.", POLICY_VIOLATION) before adding anything.
+    log_manager.create_topic("t", 1)
+    log_manager.create_topic("u", 1)
+    results = _grow(client, R.CreatePartitionsTopic(name="t", count=6_001, assignments=None),
+                    R.CreatePartitionsTopic(name="u", count=5_001, assignments=None))
+    assert {code for code, _ in results.values()} == {44}
+    assert "11000 new partitions" in results["t"][1] and "at most 10000" in results["t"][1]
+    assert (log_manager.topic("t").partitions, log_manager.topic("u").partitions) == (1, 1)

@@ -530,6 +530,24 @@ def test_reconfigure_applies_broker_settings_to_every_log_that_does_not_override
 # -- capacity and failed creations ---------------------------------------------------------------
 
 
+def test_partitions_past_max_broker_partitions_are_refused_before_any_work(
+        open_manager: Open, tmp_path: Path) -> None:
+    from samsa.errors import PolicyViolationError
+
+    manager = open_manager({"max.broker.partitions": 10})
+    manager.create_topic("a", 6)
+    with pytest.raises(PolicyViolationError, match="max.broker.partitions=10") as raised:
+        manager.create_topic("b", 5)
+    assert "would bring this broker to 11" in str(raised.value)
+    with pytest.raises(PolicyViolationError, match="max.broker.partitions=10"):
+        manager.create_topic("b", 5, validate_only=True)
+    with pytest.raises(PolicyViolationError, match="max.broker.partitions=10"):
+        manager.add_partitions("a", 11)
+    assert not (tmp_path / "data" / "b-0").exists() and not (tmp_path / "data" / "a-6").exists()
+    manager.create_topic("b", 4)  # exactly at the limit
+    assert sum(t.partitions for t in manager.topics().values()) == 10
+
+
 def _enospc_on_the_nth_partition(monkeypatch: pytest.MonkeyPatch, n: int) -> list[int]:
     """partition.metadata writes fail with ENOSPC from the ``n``-th on; returns the call count."""
     import errno
