@@ -13,7 +13,9 @@ Flow, as Java's ``Fetcher``/``AbstractFetch``:
   decompressed by :mod:`samsa.records` only when reached, control batches are skipped and,
   under read_committed, so are batches of aborted transactions (AbortedTransactions list).
   A CompletedFetch whose fetch offset no longer matches the position (seek, reassignment) is
-  dropped.
+  dropped.  A batch that fails its CRC, or a record that does not decode, ends a poll after
+  the records before it; every later poll raises the same CorruptRecordError (naming the
+  offset to seek to) until the application seeks past it.
 * ``reset_offsets`` sends ListOffsets (earliest -2 / latest -1) for partitions with a
   pending reset; ``list_offsets`` is the blocking variant behind offsets_for_times and
   beginning/end_offsets.
@@ -25,7 +27,7 @@ import heapq
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -166,8 +168,6 @@ class CompletedFetch:
         if self._error is not None:
             raise self._error
         out: list[ConsumerRecord] = []
-        topic, partition = self.tp
-        cls = ConsumerRecord
         while len(out) < max_records and self._batches is not None:
             records = self._records
             if records is None:
@@ -185,25 +185,26 @@ class CompletedFetch:
                     start = self.next_offset
                     records = (r for r in records if r[0] >= start)
                 self._records = records
-            epoch = self.leader_epoch
             want = max_records - len(out)
-            if key_fn is None and value_fn is None:
-                chunk = [
-                    _new(cls, (topic, partition, r[0], r[1], r[5], r[2], r[3], r[4],
-                               -1 if r[2] is None else len(r[2]),
-                               -1 if r[3] is None else len(r[3]), epoch))
-                    for r in islice(records, want)
-                ]
-            else:
-                kf = key_fn or _identity
-                vf = value_fn or _identity
-                chunk = [
-                    _new(cls, (topic, partition, r[0], r[1], r[5], kf(topic, r[2]),
-                               vf(topic, r[3]), r[4],
-                               -1 if r[2] is None else len(r[2]),
-                               -1 if r[3] is None else len(r[3]), epoch))
-                    for r in islice(records, want)
-                ]
+            try:
+                chunk = self._consumer_records(islice(records, want), key_fn, value_fn)
+            except CorruptRecordError as exc:
+                # A record does not decode (a batch whose CRC was right, or not checked): the
+                # records before it now, then the error on every take until a seek drops this
+                # fetch, the position on that record (Java's CompletedFetch.fetchRecords and
+                # its cachedRecordException).
+                assert self._batch is not None
+                chunk = self._consumer_records(self._records_before_failure(self._batch, want),
+                                               key_fn, value_fn)
+                out += chunk
+                if chunk:
+                    self.next_offset = chunk[-1][2] + 1
+                self._error = CorruptRecordError(
+                    f"partition {self.tp}: {exc.detail or exc.message}; seek to offset "
+                    f"{self._batch.next_offset} to skip the rest of its batch")
+                if out:
+                    return out
+                raise self._error from None
             if chunk:
                 out += chunk
                 self.next_offset = chunk[-1][2] + 1
@@ -213,6 +214,44 @@ class CompletedFetch:
                 self._records = None
                 self._batch = None
         return out
+
+    def _consumer_records(self, records: Iterable[Any], key_fn: DeserializeFn | None,
+                          value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
+        topic, partition = self.tp
+        cls = ConsumerRecord
+        epoch = self.leader_epoch
+        if key_fn is None and value_fn is None:
+            return [
+                _new(cls, (topic, partition, r[0], r[1], r[5], r[2], r[3], r[4],
+                           -1 if r[2] is None else len(r[2]),
+                           -1 if r[3] is None else len(r[3]), epoch))
+                for r in records
+            ]
+        kf = key_fn or _identity
+        vf = value_fn or _identity
+        return [
+            _new(cls, (topic, partition, r[0], r[1], r[5], kf(topic, r[2]),
+                       vf(topic, r[3]), r[4],
+                       -1 if r[2] is None else len(r[2]),
+                       -1 if r[3] is None else len(r[3]), epoch))
+            for r in records
+        ]
+
+    def _records_before_failure(self, batch: AnyBatch, limit: int) -> list[Any]:
+        """Up to ``limit`` records of ``batch`` from the position on, read afresh up to the one
+        that does not decode (the batch's records section is kept, so nothing is
+        decompressed again)."""
+        start = self.next_offset
+        found: list[Any] = []
+        try:
+            for r in self._records_of(batch):
+                if r[0] >= start:
+                    found.append(r)
+                    if len(found) == limit:
+                        break
+        except CorruptRecordError:
+            pass
+        return found
 
     def drain(self) -> None:
         self._batches = None

@@ -153,6 +153,8 @@ def iter_records(
                     raise ValueError(f"key length {n}")
                 key = data[pos : pos + n]
                 pos += n
+                if pos > record_end:
+                    raise ValueError(f"key length {n} runs past the end of the record")
             # Value
             b = data[pos]
             if b == 1:
@@ -174,6 +176,8 @@ def iter_records(
                     raise ValueError(f"value length {n}")
                 value = data[pos : pos + n]
                 pos += n
+                if pos > record_end:
+                    raise ValueError(f"value length {n} runs past the end of the record")
             # Headers
             b = data[pos]
             if b == 0:
@@ -199,10 +203,12 @@ def iter_records(
             )
     except IndexError:
         raise CorruptRecordError(
-            f"batch at offset {base_offset}: records end early, {index} of {count} decoded"
+            f"batch at offset {base_offset}: records end early, {index} of {count} decoded "
+            f"(record {index}, offset {base_offset + index}, runs past the end)"
         ) from None
     except ValueError as exc:
-        raise CorruptRecordError(f"batch at offset {base_offset}: record {index}: {exc}") from None
+        raise CorruptRecordError(f"batch at offset {base_offset}: record {index} (offset "
+                                 f"{base_offset + index}): {exc}") from None
     if pos != end:
         raise CorruptRecordError(
             f"batch at offset {base_offset}: {end - pos} bytes remain after the declared {count} records"
