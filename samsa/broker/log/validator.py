@@ -353,11 +353,12 @@ class _Layout(NamedTuple):
     """Where a valid record's fields sit, relative to its start: records whose bytes match it
     at these places parse as it did (see the module docstring)."""
 
-    skeleton: tuple[tuple[int, int], ...]  # (place, byte) of each length and count byte
+    # (place, that byte repeated, that byte) for each byte of a length or a count
+    skeleton: tuple[tuple[int, bytes, bytes], ...]
     ts_at: int  # TimestampDelta
     ts_width: int
     offset_at: int  # OffsetDelta, of the width its index takes
-    offset_width: int
+    offset_digits: tuple[bytes, ...]  # _OFFSET_DIGITS of that width
     keyless: bool
 
 
@@ -369,8 +370,9 @@ _MAX_LAYOUTS = 1024
 
 def _layout_of(data: bytes | bytearray, pos: int, skeleton: list[int], body: int,
                offset_pos: int, key_pos: int, key_len: int) -> _Layout:
-    return _Layout(tuple((p - pos, data[p]) for p in skeleton), body + 1 - pos,
-                   offset_pos - body - 1, offset_pos - pos, key_pos - offset_pos, key_len < 0)
+    return _Layout(tuple((p - pos, _REPEATED[data[p]], _ONE_BYTE[data[p]]) for p in skeleton),
+                   body + 1 - pos, offset_pos - body - 1, offset_pos - pos,
+                   _OFFSET_DIGITS[key_pos - offset_pos - 1], key_len < 0)
 
 
 def _matching(data: bytes | bytearray, pos: int, stride: int, first: int, stop: int,
@@ -378,26 +380,27 @@ def _matching(data: bytes | bytearray, pos: int, stride: int, first: int, stop: 
     """How many records, from the ``first``-th to the ``stop``-th of those of size ``stride``
     from ``pos`` on (the one at ``pos`` being record ``index``), are laid out as ``layout``
     says; and the last bytes of their TimestampDeltas."""
+    skeleton, ts_at, ts_width, offset_at, digits, _ = layout
     n = stop - first
     start = pos + first * stride
     limit = pos + stop * stride
-    for at, byte in layout.skeleton:
+    for at, repeated, one in skeleton:
         marks = data[start + at : limit : stride]
-        if not _REPEATED[byte].startswith(marks):  # (a prefix compare: no copy)
-            n -= len(marks.lstrip(_ONE_BYTE[byte]))
+        if not repeated.startswith(marks):  # (a prefix compare: no copy)
+            n -= len(marks.lstrip(one))
             if not n:
                 return 0, b""
             limit = start + n * stride
     # TimestampDeltas of the same width: continuation bits on all bytes but the last.
-    at = start + layout.ts_at
-    for d in range(layout.ts_width - 1):
+    at = start + ts_at
+    for d in range(ts_width - 1):
         misfit = data[at + d : limit : stride].translate(_NOT_MORE).find(1)
         if misfit >= 0:
             n = misfit
             if not n:
                 return 0, b""
             limit = start + n * stride
-    deltas = data[at + layout.ts_width - 1 : limit : stride]
+    deltas = data[at + ts_width - 1 : limit : stride]
     if not deltas.isascii():
         n = deltas.translate(_NOT_LAST).find(1)
         if not n:
@@ -405,11 +408,11 @@ def _matching(data: bytes | bytearray, pos: int, stride: int, first: int, stop: 
         limit = start + n * stride
         deltas = deltas[:n]
     # OffsetDeltas: exactly the encodings of their indices.
-    at = start + layout.offset_at
-    digits = _OFFSET_DIGITS[layout.offset_width - 1]
-    for d in range(layout.offset_width):
+    at = start + offset_at
+    first += index
+    for d, table in enumerate(digits):
         marks = data[at + d : limit : stride]
-        expected = digits[d][index + first : index + first + n]
+        expected = table[first : first + n]
         if marks != expected:
             n = next(i for i in range(n) if marks[i] != expected[i])
             if not n:
@@ -490,13 +493,20 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
         else:
             stride = 0
         width = 1 if index < 64 else 2 if index < 8192 else 3
+        # How far to look first: twice the last run (galloping on from there).  (Compares,
+        # not min()/max() calls, on this per-run path.)
+        step = 2 * previous_run
+        if step < _MIN_STEP:
+            step = _MIN_STEP
+        elif step > _MAX_STEP:
+            step = _MAX_STEP
         got = 0
         known = layouts.get(stride * 4 + width) if stride > _MIN_RECORD_BODY else None
         if known is not None:
             # Records of this size that may follow, within the count and one offset width.
             layout = known
             limit = min((end - pos) // stride, count - index, _WIDTH_ENDS[width - 1] - index)
-            stop = min(limit, max(2 * previous_run, _MIN_STEP), _MAX_STEP)
+            stop = limit if limit < step else step  # noqa: FURB136
             got, deltas = _matching(data, pos, stride, 0, stop, index, layout)
         if not got:  # a new layout (or none fits): parse the record
             skeleton.clear()
@@ -518,7 +528,7 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
             if len(layouts) >= _MAX_LAYOUTS:
                 layouts.clear()
             layouts[stride * 4 + width] = layout
-            stop = min(limit, max(2 * previous_run, _MIN_STEP), _MAX_STEP)
+            stop = limit if limit < step else step  # noqa: FURB136
             got, deltas = _matching(data, pos, stride, 0, stop, index, layout)
         run = 0
         while True:  # fold in the TimestampDeltas of ``got`` more records, then gallop on
