@@ -254,70 +254,72 @@ def _read_record(data: bytes | bytearray, pos: int, end: int, index: int,
     return record_end, delta, body, offset_pos, key_pos, key_len
 
 
-def _quick_record(data: bytes | bytearray, pos: int, end: int, index: int
-                  ) -> tuple[int, int, bool] | None:
-    """The usual record read inline (varints of one or two bytes, a one-byte TimestampDelta,
-    no headers): (record end, TimestampDelta, keyless); None for anything else, which
-    _read_record then reads (or names what is wrong with)."""
-    try:
-        b = data[pos]
-        if b < 0x80:
-            if b & 1:
-                return None
-            p = pos + 1
-            record_end = p + (b >> 1)
-        else:
-            c = data[pos + 1]
-            if c >= 0x80 or b & 1:
-                return None
-            p = pos + 2
-            record_end = p + (((b & 0x7F) | (c << 7)) >> 1)
-        if record_end > end or record_end - p < _MIN_RECORD_BODY:
-            return None
-        b = data[p + 1]
-        if b >= 0x80:
-            return None
-        delta = (b >> 1) ^ -(b & 1)
-        if index < 64:
-            if data[p + 2] != index << 1:
-                return None
-            p += 3
-        elif index < 8192 and data[p + 2] == ((index << 1) & 0x7F) | 0x80 \
-                and data[p + 3] == index >> 6:
-            p += 4
-        else:
-            return None
-        b = data[p]
-        keyless = b == 1
-        if b < 0x80:
-            if b & 1 and not keyless:
-                return None
-            p += 1 + (b >> 1)
-        else:
-            c = data[p + 1]
-            if c >= 0x80 or b & 1:
-                return None
-            p += 2 + (((b & 0x7F) | (c << 7)) >> 1)
-        if p >= record_end:
-            return None
-        b = data[p]
-        if b < 0x80:
-            if b & 1:
-                if b != 1:
-                    return None
-                p += 1
+def _one_by_one(data: bytes | bytearray, pos: int, end: int, index: int, count: int,
+                where: str | BatchPlace, keyless: list[tuple[int, int]] | None
+                ) -> tuple[int, int, int, int]:
+    """Records ``index``.. from ``pos`` on, one at a time, to ``end`` or the ``count``-th:
+    (position reached, index reached, smallest and largest TimestampDelta).  Records without
+    a key are added to ``keyless`` if given.
+
+    The usual record (varints of one or two bytes, a one-byte TimestampDelta, no headers) is
+    read inline; anything else by _read_record, which also names what is wrong."""
+    lo = _INT64_MAX
+    hi = _INT64_MIN
+    while pos < end and index < count:
+        record_end = -1  # stays -1 unless the inline reading gets to the end
+        try:
+            b = data[pos]
+            if b < 0x80:
+                p = pos + 1 + (b >> 1) if not b & 1 else -1
+                record_end = p
+                p = pos + 1
             else:
-                p += 1 + (b >> 1)
-        else:
-            c = data[p + 1]
-            if c >= 0x80 or b & 1:
-                return None
-            p += 2 + (((b & 0x7F) | (c << 7)) >> 1)
-        if p + 1 != record_end or data[p]:
-            return None
-    except IndexError:
-        return None
-    return record_end, delta, keyless
+                c = data[pos + 1]
+                p = pos + 2
+                record_end = p + (((b & 0x7F) | (c << 7)) >> 1) if c < 0x80 and not b & 1 \
+                    else -1
+            if p + _MIN_RECORD_BODY <= record_end <= end and data[p + 1] < 0x80:
+                b = data[p + 1]
+                delta = (b >> 1) ^ -(b & 1)
+                if index < 64 and data[p + 2] == index << 1:
+                    p += 3
+                elif 64 <= index < 8192 and data[p + 2] == ((index << 1) & 0x7F) | 0x80 \
+                        and data[p + 3] == index >> 6:
+                    p += 4
+                else:
+                    record_end = -1
+                b = data[p]  # key length
+                no_key = b == 1
+                if b < 0x80:
+                    p += 1 if no_key else 1 + (b >> 1) if not b & 1 else end
+                else:
+                    c = data[p + 1]
+                    p += 2 + (((b & 0x7F) | (c << 7)) >> 1) if c < 0x80 and not b & 1 else end
+                b = data[p] if p < record_end else 0x80  # value length
+                if b < 0x80:
+                    p += 1 if b == 1 else 1 + (b >> 1) if not b & 1 else end
+                else:
+                    c = data[p + 1]
+                    p += 2 + (((b & 0x7F) | (c << 7)) >> 1) if c < 0x80 and not b & 1 else end
+                if p + 1 != record_end or data[p]:  # no headers, the record's end
+                    record_end = -1
+            else:
+                record_end = -1
+        except IndexError:
+            record_end = -1
+        if record_end < 0:
+            record_end, delta, _, _, _, key_len = _read_record(data, pos, end, index, where,
+                                                               None)
+            no_key = key_len < 0
+        if delta < lo:  # noqa: PLR1730 -- a compare, not a call, per record
+            lo = delta
+        if delta > hi:  # noqa: PLR1730
+            hi = delta
+        if no_key and keyless is not None:
+            keyless.append((index, index + 1))
+        pos = record_end
+        index += 1
+    return pos, index, lo, hi
 
 
 def _read_headers(data: bytes | bytearray, p: int, record_end: int, count: int, index: int,
@@ -467,21 +469,11 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
                 f"{where}: header declares {count} records but {end - pos} bytes follow the "
                 "last of them (more records than declared, or trailing bytes)")
         if short_runs >= _MAX_SHORT_RUNS or index >= _RUN_INDEX_LIMIT:
-            quick = _quick_record(data, pos, end, index)
-            if quick is None:
-                record_end, delta, _, _, _, key_len = _read_record(data, pos, end, index,
-                                                                   where, None)
-                no_key = key_len < 0
-            else:
-                record_end, delta, no_key = quick
-            if delta < lo:  # noqa: PLR1730 -- a compare, not a call, per record
-                lo = delta
-            if delta > hi:  # noqa: PLR1730
-                hi = delta
-            if no_key and need_key:
-                keyless.append((index, index + 1))
-            pos = record_end
-            index += 1
+            # Sizes vary: the rest one record at a time.
+            pos, index, low, high = _one_by_one(data, pos, end, index, count, where,
+                                                keyless if need_key else None)
+            lo = min(lo, low)
+            hi = max(hi, high)
             continue
         # The record's size from its length varint (one or two bytes), to look up its layout.
         b = data[pos]
