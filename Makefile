@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint system-deps node-peers bench mutate clean
+.PHONY: run test lint system-deps node-peers bench mutate fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,15 @@ $(MUTATE_STAMP): $(STAMP)
 mutate: $(MUTATE_STAMP)
 	$(PY) scripts/mutate.py --modules $(MODULES) --minutes $(MUTATE_MINUTES) \
 		$(if $(strip $(MUTATE_CHILDREN)),--max-children $(MUTATE_CHILDREN)) $(MUTATE_ARGS)
+
+# The broker fuzzer (tests/broker/fuzz/) for longer than the 50 s the suite gives it:
+# `make fuzz FUZZ_SECONDS=3600`; FUZZ_SEED=N repeats a run's mutations.  Inputs that hurt the
+# broker are written to fuzz-findings/ (see tests/broker/fuzz/test_regressions.py).
+FUZZ_SECONDS ?= 600
+
+fuzz: $(STAMP)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_FINDINGS=fuzz-findings $(PY) -m pytest -q -s \
+		-p no:cacheprovider --timeout=$$(( $(FUZZ_SECONDS) + 300 )) tests/broker/fuzz/test_fuzz.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis mutants mutants-report.txt

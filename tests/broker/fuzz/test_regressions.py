@@ -1,0 +1,90 @@
+"""Inputs the fuzzer (or a person) found to hurt the broker, replayed one by one.
+
+Each ``corpus/<name>.bin`` is what one connection sent, as the fuzzer writes it to its findings
+directory; ``corpus/<name>.txt`` says what it is.  Replayed on a broker subprocess, each must be
+answered or refused (the connection ends), and afterwards the broker is alive, has logged no
+uncaught exception and still serves a healthy round trip.  Inputs that hit a bug not fixed yet
+are listed in OPEN_BUGS and expected to fail (strictly: fixing the bug turns the test red until
+the entry goes).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.broker.conftest import HOST, BrokerProcess, RawClient
+from tests.broker.fuzz.conftest import FUZZ_BROKER_CONFIG, start_fuzz_target
+from tests.broker.fuzz.healthy import HealthyClient
+from tests.broker.fuzz.target import FuzzTarget
+
+CORPUS = Path(__file__).parent / "corpus"
+# name -> the bug it shows, for inputs whose bug lies outside the fuzzer's remit.
+OPEN_BUGS: dict[str, str] = {
+    "fetch-parked-for-ever": "network: a connection whose request is parked is never closed "
+                             "by connections.max.idle.ms (Kafka's Selector expires it)",
+}
+# Short, so that a connection the broker keeps for a parked request shows within REPLAY_WAIT_S.
+IDLE_MS = 1000
+REPLAY_WAIT_S = 10.0
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for path in sorted(CORPUS.glob("*.bin")):
+        bug = OPEN_BUGS.get(path.stem)
+        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+        cases.append(pytest.param(path, id=path.stem, marks=marks))
+    return cases
+
+
+@pytest.fixture
+def regression_target(broker_process: Callable[..., BrokerProcess],
+                      monkeypatch: pytest.MonkeyPatch) -> Iterator[FuzzTarget]:
+    yield from start_fuzz_target(broker_process, monkeypatch,
+                                 {**FUZZ_BROKER_CONFIG, "connections.max.idle.ms": IDLE_MS})
+
+
+def replay(port: int, data: bytes) -> bytes:
+    """Send ``data`` on a new connection, half-close, read until the broker closes (it answers
+    or refuses; a request it parks ends, answered or not, after connections.max.idle.ms)."""
+    received = bytearray()
+    with socket.create_connection((HOST, port), timeout=REPLAY_WAIT_S) as sock:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+            while chunk := sock.recv(65536):
+                received += chunk
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused while we were still sending
+        except TimeoutError:
+            raise AssertionError(
+                f"the broker neither answered nor closed the connection in {REPLAY_WAIT_S} s "
+                f"(connections.max.idle.ms={IDLE_MS})") from None
+    return bytes(received)
+
+
+def test_corpus_files_are_described() -> None:
+    for path in CORPUS.glob("*.bin"):
+        assert path.with_suffix(".txt").is_file(), f"{path.name} has no .txt saying what it is"
+    assert set(OPEN_BUGS) <= {p.stem for p in CORPUS.glob("*.bin")}
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_replay(regression_target: FuzzTarget, path: Path) -> None:
+    fuzz_target = regression_target
+    fuzz_target.new_log()
+    replay(fuzz_target.port, path.read_bytes())
+    assert fuzz_target.alive(), f"the broker died on {path.name}"
+    uncaught = fuzz_target.uncaught(fuzz_target.new_log())
+    assert not uncaught, f"{path.name}: the broker logged {uncaught}"
+    healthy = HealthyClient(fuzz_target.port, timeout_s=30)
+    client = RawClient(fuzz_target.port, 30)
+    try:
+        assert client.create_topic("fuzz-healthy", 1) in (0, 36)
+        healthy.round_trip(client)
+    finally:
+        client.close()
