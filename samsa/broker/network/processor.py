@@ -718,14 +718,15 @@ class Processor:
     def _close_idle(self, now: float) -> None:
         """Close connections without activity for connections.max.idle.ms, as Kafka's Selector
         does: idle ones, ones that stalled mid-request (a size prefix or part of a body, then
-        nothing) and ones whose client stopped reading its responses.  Only a request still in
-        a handler's hands (a parked Fetch, a JoinGroup) keeps a quiet connection open."""
+        nothing), ones whose client stopped reading its responses, and ones whose request is
+        parked (a Fetch with a huge max_wait_ms whose client went away): Kafka's idle expiry
+        does not look at requests in flight either, and a response that comes later for a
+        closed connection is dropped."""
         limit = now - self._idle_s
         for conn in list(self._connections):
-            if conn.last_active < limit and (not conn.busy or conn.outgoing is not None):
+            if conn.last_active < limit:
                 with conn.lock:
-                    if (conn.closed or conn.last_active >= limit
-                            or (conn.busy and conn.outgoing is None)):
+                    if conn.closed or conn.last_active >= limit:
                         continue
                     conn.closed = True
                     conn.close_reason = (f"idle for more than {self._idle_s * 1000:.0f} ms "

@@ -23,10 +23,7 @@ from tests.broker.fuzz.target import FuzzTarget
 
 CORPUS = Path(__file__).parent / "corpus"
 # name -> the bug it shows, for inputs whose bug lies outside the fuzzer's remit.
-OPEN_BUGS: dict[str, str] = {
-    "fetch-parked-for-ever": "network: a connection whose request is parked is never closed "
-                             "by connections.max.idle.ms (Kafka's Selector expires it)",
-}
+OPEN_BUGS: dict[str, str] = {}
 # Short, so that a connection the broker keeps for a parked request shows within REPLAY_WAIT_S.
 IDLE_MS = 1000
 REPLAY_WAIT_S = 10.0
