@@ -1,5 +1,8 @@
 """A broker subprocess to attack: default settings except a rebalance delay of 0 (JoinGroup
-seeds would otherwise wait for it), with the topics the seeds address."""
+seeds would otherwise wait for it) and producer ids forgotten after 10 s rather than a day
+(mutated batches carry a new producer id every few inputs; Kafka keeps each for
+producer.id.expiration.ms, so a long run's memory would be theirs), with the topics the seeds
+address."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from tests.broker.conftest import BrokerProcess, RawClient
 from tests.broker.fuzz.seeds import DOOMED_TOPIC, PARTITIONS, TOPIC
 from tests.broker.fuzz.target import FuzzTarget
 
-FUZZ_BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 0}
+FUZZ_BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 0, "producer.id.expiration.ms": 10000,
+                      "producer.id.expiration.check.interval.ms": 2000}
 
 
 def prepare_topics(port: int) -> None:

@@ -24,6 +24,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from tests.broker.fuzz.mutations import Input, mutate
+from tests.broker.fuzz.open_bugs import open_bug_of
 from tests.broker.fuzz.seeds import SEEDS
 from tests.broker.fuzz.target import FuzzTarget, Resources, Sender, tcp_states
 
@@ -57,6 +58,7 @@ class FuzzReport:
     samples: list[Resources] = field(default_factory=list)
     send: dict[str, int] = field(default_factory=dict)
     slowest: list[tuple[float, list[tuple[int, str]]]] = field(default_factory=list)
+    open_bugs: dict[str, int] = field(default_factory=dict)  # open_bugs.py: records seen
 
     @property
     def inputs_per_second(self) -> float:
@@ -65,12 +67,16 @@ class FuzzReport:
     def summary(self) -> str:
         base = self.baseline
         assert base is not None
+        n = len(self.samples)
+        quarters = [self.samples[min(n * q // 4, n - 1)].rss_kb // 1024 for q in (1, 2, 3, 4)
+                    ] if n else []
         return (f"fuzz: {self.inputs} inputs ({self.examples} examples) in {self.seconds:.1f} s"
                 f" = {self.inputs_per_second:.0f} inputs/s; first hypothesis seed "
                 f"{self.first_seed}; outcomes {self.send}; RSS {base.rss_kb // 1024} -> peak "
-                f"{self.peak_rss_kb // 1024} MiB; fds {base.fds} -> peak {self.peak_fds}; "
-                f"{self.partitions_created} partitions created; examples over 1 s: "
-                f"{sorted(self.slowest, reverse=True)[:5]}")
+                f"{self.peak_rss_kb // 1024} MiB (by quarter of the run: {quarters} MiB); fds "
+                f"{base.fds} -> peak {self.peak_fds}; "
+                f"{self.partitions_created} partitions created; open bugs hit: "
+                f"{self.open_bugs}; examples over 1 s: {sorted(self.slowest, reverse=True)[:5]}")
 
 
 class FuzzFailure(AssertionError):
@@ -115,10 +121,16 @@ class Fuzzer:
             assert target.process.proc is not None
             self.fail(f"the broker died (exit code {target.process.proc.poll()}); its stderr "
                       f"ends with:\n{target.process.stderr_text()[-3000:]}", current)
-        log = target.new_log()
-        uncaught = target.uncaught(log)
+        uncaught = []
+        for record in target.uncaught(target.new_log()):
+            bug = open_bug_of(record)
+            if bug is None:
+                uncaught.append(record)
+            else:
+                self.report.open_bugs[bug] = self.report.open_bugs.get(bug, 0) + 1
         if uncaught:
-            self.fail("the broker logged an uncaught exception:\n" + log[-4000:], current)
+            self.fail("the broker logged an uncaught exception:\n" + "\n".join(uncaught)[-6000:],
+                      current)
         if self.healthy is not None and self.healthy.errors:
             self.fail(f"the healthy client was not served: {self.healthy.errors}", current,
                       stalled=True)
@@ -140,7 +152,7 @@ class Fuzzer:
                       f"{rss_allowed} kB with {created} partitions created)", current)
         stats = self.sender.stats
         # Abandoned: connections we closed while their request was still parked; the broker
-        # closes its side when the request completes (see OPEN_BUGS in test_regressions.py).
+        # closes its side when the request completes or connections.max.idle.ms passes.
         sockets_allowed = base.sockets + stats.open_now + stats.abandoned + SOCKET_SLACK
         if now.sockets > sockets_allowed:
             self.fail(f"the broker holds {now.sockets} sockets (it started with {base.sockets});"

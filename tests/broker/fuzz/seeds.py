@@ -11,13 +11,12 @@ without any change here.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from samsa.broker.apis.versions import SERVED
 from samsa.protocol import APIS, ApiKey, encode_request
-from samsa.protocol.schema import _MISSING, FieldSchema, StructSchema
+from samsa.protocol.schema import FieldSchema, StructSchema
 from samsa.records import Compression, RecordBatchBuilder
 from samsa.records.legacy_builder import build_legacy_records
 
@@ -110,11 +109,7 @@ def _field_value(f: FieldSchema, struct_name: str, version: int, records: bytes)
         return _BY_NAME["mechanism_int8"]
     if f.name in _BY_NAME and f.kind != "array":
         return _BY_NAME[f.name]
-    if f.default is not _MISSING:
-        return f.default_factory()()
-    if f.kind == "uuid":
-        return uuid.UUID(int=0)
-    return f.default_factory()()
+    return f.default_factory()()  # the declared default, else the type's (0, "", zero uuid)
 
 
 def _array_item(f: FieldSchema, struct_name: str) -> Any:

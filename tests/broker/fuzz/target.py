@@ -16,6 +16,7 @@ BrokerProcess), and what the fuzzer watches in it.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import signal
 import socket
@@ -27,6 +28,7 @@ from pathlib import Path
 from tests.broker.conftest import HOST, BrokerProcess
 from tests.broker.fuzz.mutations import Input
 
+_RECORD_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 UNCAUGHT_MARKERS = ("Traceback", "cannot decode API key", "network thread", "acceptor failed")
 
 
@@ -90,6 +92,17 @@ def tcp_states(port: int) -> dict[str, int]:
     return counts
 
 
+def _records(log: str) -> list[str]:
+    """Log records: a line that starts with a timestamp, and the lines after it that do not."""
+    records: list[str] = []
+    for line in log.splitlines():
+        if _RECORD_START.match(line) or not records:
+            records.append(line)
+        else:
+            records[-1] += "\n" + line
+    return records
+
+
 class FuzzTarget:
     """A started BrokerProcess plus a cursor into its stderr."""
 
@@ -119,8 +132,8 @@ class FuzzTarget:
 
     @staticmethod
     def uncaught(log: str) -> list[str]:
-        lines = log.splitlines()
-        return [line for line in lines if any(m in line for m in UNCAUGHT_MARKERS)]
+        """The log records (a line and its traceback) that show an uncaught exception."""
+        return [r for r in _records(log) if any(m in r for m in UNCAUGHT_MARKERS)]
 
     def dump_stacks(self) -> str:
         """Every thread's stack, as the broker's faulthandler writes them on SIGABRT (the
@@ -237,4 +250,5 @@ class Sender:
             self.stats.abandoned += 1
             self._close(sock)
         self._parked.clear()
+        self.stats.open_now = 0
         self._selector.close()

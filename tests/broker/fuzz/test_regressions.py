@@ -4,8 +4,8 @@ Each ``corpus/<name>.bin`` is what one connection sent, as the fuzzer writes it 
 directory; ``corpus/<name>.txt`` says what it is.  Replayed on a broker subprocess, each must be
 answered or refused (the connection ends), and afterwards the broker is alive, has logged no
 uncaught exception and still serves a healthy round trip.  Inputs that hit a bug not fixed yet
-are listed in OPEN_BUGS and expected to fail (strictly: fixing the bug turns the test red until
-the entry goes).
+are listed in open_bugs.py and expected to fail (strictly: fixing the bug turns the test red
+until the entry goes).
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import pytest
 from tests.broker.conftest import HOST, BrokerProcess, RawClient
 from tests.broker.fuzz.conftest import FUZZ_BROKER_CONFIG, start_fuzz_target
 from tests.broker.fuzz.healthy import HealthyClient
+from tests.broker.fuzz.open_bugs import OPEN_BUGS
 from tests.broker.fuzz.target import FuzzTarget
 
 CORPUS = Path(__file__).parent / "corpus"
-# name -> the bug it shows, for inputs whose bug lies outside the fuzzer's remit.
-OPEN_BUGS: dict[str, str] = {}
 # Short, so that a connection the broker keeps for a parked request shows within REPLAY_WAIT_S.
 IDLE_MS = 1000
 REPLAY_WAIT_S = 10.0
@@ -33,7 +32,7 @@ def _cases() -> list[object]:
     cases: list[object] = []
     for path in sorted(CORPUS.glob("*.bin")):
         bug = OPEN_BUGS.get(path.stem)
-        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+        marks = [pytest.mark.xfail(strict=True, reason=bug.reason)] if bug else []
         cases.append(pytest.param(path, id=path.stem, marks=marks))
     return cases
 
