@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 __all__ = [
@@ -28,6 +29,8 @@ TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
+DELETE_DIR_SUFFIX = "-delete"  # a partition directory being removed
+STRAY_DIR_SUFFIX = "-stray"  # one left by an interrupted create or delete
 
 
 def filename_prefix(offset: int) -> str:
@@ -59,6 +62,15 @@ def segment_paths(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
 
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def set_aside_dir_name(topic: str, partition: int, suffix: str) -> str:
+    """A partition directory's name while it is removed (``suffix`` "-delete") or kept aside
+    ("-stray"): ``topic-N.<uuid><suffix>``, the topic cut short so the name stays within 255
+    bytes (a topic name may have 249 characters), as Kafka's
+    LocalLog.logDirNameWithSuffixCappedLength does."""
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
+    return topic[: 255 - len(tail)] + tail
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:

@@ -44,10 +44,13 @@ from samsa.broker.log.config import (
     validate_topic_configs,
 )
 from samsa.broker.log.files import (
+    DELETE_DIR_SUFFIX,
+    STRAY_DIR_SUFFIX,
     atomic_write,
     fsync_dir,
     parse_partition_dir_name,
     partition_dir_name,
+    set_aside_dir_name,
 )
 from samsa.broker.log.handle_cache import HandleCache
 from samsa.broker.log.log import Log
@@ -177,7 +180,7 @@ class LogManager:
         for path in sorted(self.data_dir.iterdir()):
             if not path.is_dir():
                 continue
-            if path.name.endswith("-delete"):
+            if path.name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)  # a topic deletion interrupted by a crash
                 continue
             parsed = parse_partition_dir_name(path.name)
@@ -187,7 +190,7 @@ class LogManager:
             info = self._topics.get(topic)
             if info is None or partition >= info.partitions:
                 # Left by a create or delete interrupted by a crash; keep it aside, unused.
-                path.rename(path.with_name(f"{path.name}.{uuid.uuid4().hex}-stray"))
+                path.rename(path.with_name(set_aside_dir_name(topic, partition, STRAY_DIR_SUFFIX)))
         for info in self._topics.values():
             log_config = self._log_config(info)
             for partition in range(info.partitions):
@@ -294,7 +297,7 @@ class LogManager:
                     doomed_log.abandon()
                 directory = self.data_dir / partition_dir_name(name, partition)
                 if directory.exists():
-                    doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-delete")
+                    doomed = directory.with_name(set_aside_dir_name(name, partition, DELETE_DIR_SUFFIX))
                     directory.rename(doomed)
                     shutil.rmtree(doomed, ignore_errors=True)
             fsync_dir(self.data_dir)
@@ -371,7 +374,7 @@ class LogManager:
             try:
                 # As delete_topic: a crash during the removal leaves a -delete dir, removed at
                 # start; one that could not be renamed is set aside (-stray) at start.
-                doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-delete")
+                doomed = directory.with_name(set_aside_dir_name(name, partition, DELETE_DIR_SUFFIX))
                 directory.rename(doomed)
                 shutil.rmtree(doomed, ignore_errors=True)
             except OSError:

@@ -16,13 +16,7 @@ class OpenBug:
     log_signature: str  # a text of the broker's log record that shows this bug
 
 
-OPEN_BUGS: dict[str, OpenBug] = {
-    "delete-topic-with-longest-name": OpenBug(
-        reason="log: deleting a topic with a 249-character name fails (ENAMETOOLONG): its "
-               "-delete directory name passes 255 characters; Kafka caps it "
-               "(LocalLog.logDirNameWithSuffixCappedLength)",
-        log_signature="-delete'"),
-}
+OPEN_BUGS: dict[str, OpenBug] = {}
 
 
 def open_bug_of(record: str) -> str | None:

@@ -119,6 +119,24 @@ def test_delete_topic_removes_files(open_manager: Open, tmp_path: Path) -> None:
     assert manager.get_log("gone", 0).log_end_offset == 0
 
 
+def test_topics_with_the_longest_names_are_deleted_and_set_aside(open_manager: Open,
+                                                                  tmp_path: Path) -> None:
+    # A topic name may have 249 characters; "-delete" and "-stray" directory names cut it so
+    # they stay within 255 bytes (Kafka's LocalLog.logDirNameWithSuffixCappedLength).
+    longest, other = "d" * 249, "s" * 249
+    manager = open_manager()
+    manager.create_topic(longest, 11)
+    append(manager, topic=longest)
+    manager.delete_topic(longest)
+    data = tmp_path / "data"
+    assert not any(p.name.startswith("ddd") for p in data.iterdir())
+    manager.close()
+    (data / f"{other}-10").mkdir()  # no topic owns it
+    open_manager()
+    strays = [p.name for p in data.iterdir() if p.name.endswith("-stray")]
+    assert len(strays) == 1 and strays[0].startswith("sss") and len(strays[0]) == 255
+
+
 def test_topic_id_text_form() -> None:
     topic_id = uuid.UUID("0cb3d2d9-94d5-4d48-b1d1-ddaf1ba3c3e7")
     text = topic_id_to_str(topic_id)
