@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from samsa.protocol import ApiKey, decode_request, encode_request
 from samsa.protocol.schema import StructSchema
 from samsa.records import Compression, compress, decompress
-from tests.broker.fuzz.seeds import SEEDS, Seed
+from tests.broker.fuzz.seeds import DOOMED_TOPIC, SEEDS, TOPIC, Seed
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 T = TypeVar("T")
@@ -321,16 +321,69 @@ def mutate_produce(draw: Draw, seed: Seed) -> tuple[bytes, str]:
     return encode_request(body, seed.version, header.correlation_id, header.client_id), how
 
 
-# --- whole inputs -------------------------------------------------------------------------------
-
-
 def _reframe(body: bytes) -> bytes:
     return _SIZE.pack(len(body)) + body
 
 
+# --- scenarios: valid requests about one edge-case topic -----------------------------------------
+
+# Names Kafka accepts (or refuses by rule) that stress what a broker does with a name: the
+# longest allowed (its directory names must still fit 255 bytes), names that collide once '.'
+# and '_' are mapped alike (Kafka's Topic.hasCollision), internal topics, punctuation only.
+EDGE_NAMES = ("a" * 249, "a" * 248 + ".", "fuzz.edge", "fuzz_edge", "__consumer_offsets",
+              "__transaction_state", "-", "_", "..a", "a..", "A" * 200, "fuzz-topic-0")
+_SEED_TOPICS = frozenset({TOPIC, DOOMED_TOPIC, "fuzz-created"})
+# Seeds that name a topic, by API: a scenario draws the API first, so that the few that create
+# or delete a topic are as likely as the many versions of Fetch or Produce.
+TOPIC_SEEDS: list[list[Seed]] = [
+    group for key in sorted({s.api_key for s in SEEDS})
+    if (group := [s for s in SEEDS if s.api_key == key
+                  and any(t.encode() in s.frame for t in _SEED_TOPICS)])]
+
+
+def _retarget(obj: Any, schema: StructSchema, version: int, name: str) -> None:
+    """Point every topic name in ``obj`` at ``name``; CreateTopics stops validating only."""
+    for f in schema.fields:
+        if version not in f.versions:
+            continue
+        value = getattr(obj, f.name)
+        if f.kind == "string" and value in _SEED_TOPICS:
+            setattr(obj, f.name, name)
+        elif f.name == "validate_only":
+            setattr(obj, f.name, False)
+        elif f.kind == "struct" and value is not None:
+            assert f.struct is not None
+            _retarget(value, f.struct, version, name)
+        elif f.kind == "array" and value:
+            if isinstance(f.item, StructSchema):
+                for item in value:
+                    _retarget(item, f.item, version, name)
+            else:
+                setattr(obj, f.name, [name if v in _SEED_TOPICS else v for v in value])
+
+
+def mutate_scenario(draw: Draw) -> Input:
+    """Two to five valid requests pipelined on one connection, all about one edge-case topic
+    (create it, produce to it, fetch, describe, delete ...), in a drawn order."""
+    name = _choice(draw, EDGE_NAMES)
+    frames, hows = [], []
+    for _ in range(_int(draw, 2, 5)):
+        seed = _choice(draw, _choice(draw, TOPIC_SEEDS))
+        header, body = decode_request(seed.frame[4:])
+        _retarget(body, body.api.request_schema, seed.version, name)
+        frames.append(encode_request(body, seed.version, header.correlation_id, header.client_id))
+        hows.append(seed.name)
+    return Input(b"".join(frames), True, f"scenario {name[:20]!r}: {', '.join(hows)}")
+
+
+# --- whole inputs -------------------------------------------------------------------------------
+
+
 def mutate(draw: Draw, seed: Seed) -> Input:
     """A mutated input made from ``seed``: one to three mutations, maybe a lying size prefix,
-    maybe a valid request pipelined behind it."""
+    maybe a valid request pipelined behind it; or, now and then, a scenario instead."""
+    if _int(draw, 0, 7) == 0:
+        return mutate_scenario(draw)
     level = _choice(draw, ("bytes", "bytes", "fields", "records"))
     hows: list[str] = []
     frame = seed.frame
