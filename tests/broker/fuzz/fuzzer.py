@@ -121,8 +121,15 @@ class Fuzzer:
             assert target.process.proc is not None
             self.fail(f"the broker died (exit code {target.process.proc.poll()}); its stderr "
                       f"ends with:\n{target.process.stderr_text()[-3000:]}", current)
+        log = target.new_log()
+        records = target.uncaught(log)
+        if any(open_bug_of(r) is None for r in records):
+            # The broker's stderr is line-buffered: a traceback's last lines (where an open
+            # bug's signature is) may not be written yet.
+            time.sleep(0.5)
+            records = target.uncaught(log + target.new_log())
         uncaught = []
-        for record in target.uncaught(target.new_log()):
+        for record in records:
             bug = open_bug_of(record)
             if bug is None:
                 uncaught.append(record)
