@@ -3,9 +3,10 @@
 * v0-3 get magic 0 (v0-1) or magic 1 (v2-3) message sets, converted lazily while the response
   is sent (samsa/broker/log/down_conversion.py); v0-2 byte limits are hard (no whole first
   batch when it exceeds them); no isolation level or aborted transactions before v4.
-* ``max_bytes`` bounds the whole response and ``partition_max_bytes`` each partition, except that
-  the first non-empty partition always returns its first batch whole (KIP-74), so a batch larger
-  than the limits cannot stall a consumer.
+* ``max_bytes`` (capped at the broker's ``fetch.max.bytes``, as is ``min_bytes``) bounds the
+  whole response and ``partition_max_bytes`` each partition, except that the first non-empty
+  partition always returns its first batch whole (KIP-74), so a batch larger than the limits
+  cannot stall a consumer.
 * Every requested partition appears in the response, errors included: a session-less (full)
   response that omits a partition is thrown away by the Java consumer.
 * Incremental fetch sessions (KIP-227) are not implemented; answering ``session_id = 0`` keeps
@@ -92,8 +93,11 @@ class FetchPlan:
         self.unreadable = unreadable  # topics the principal may not READ
         self.version = version
         self.max_wait_ms: int = req.max_wait_ms
-        self.min_bytes: int = req.min_bytes
-        self.max_bytes: int = req.max_bytes
+        # A client's max_bytes (2^31-1 before v3) and min_bytes are capped at fetch.max.bytes,
+        # as Kafka's KafkaApis.handleFetchRequest does for consumers: a request listing one
+        # partition a thousand times must not build a response of gigabytes.
+        self.max_bytes: int = min(req.max_bytes, int(services.config["fetch.max.bytes"]))
+        self.min_bytes: int = min(req.min_bytes, self.max_bytes)
         self.isolation = (IsolationLevel.READ_COMMITTED
                           if req.isolation_level == 1
                           else IsolationLevel.READ_UNCOMMITTED)

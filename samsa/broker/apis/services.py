@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 HANDLER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in (
     "auto.create.topics.enable", "default.replication.factor", "delete.topic.enable",
     "min.insync.replicas", "compression.type", "log.message.downconversion.enable",
+    "fetch.max.bytes",
 )}
 
 
