@@ -10,6 +10,11 @@ that only writes bytes and counts responses, and prints the samsa broker process
 request, per codec.  Use it to see whether a broker change costs or saves CPU; use
 bench/broker.py for the ratios the issue asks for.  ``--profile FILE`` runs the broker under
 py-spy (see bench/broker.py; PYSPY_FLAGS=--gil keeps only samples holding the GIL).
+
+``--baseline REV`` replays the same frames to the broker of git revision REV too (a temporary
+worktree, as bench/broker.py), the two brokers alternating for ``--rounds`` rounds (best kept),
+and prints new/base CPU per request.  ``--varied`` makes values of 20-180 bytes instead of 100,
+the case where records of one batch differ in size.
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from broker import (
     PRODUCE_PARTITIONS,
+    Server,
     cpu_seconds,
     create_topic,
     make_values,
     samsa_broker,
+    worktree,
 )
 
 from samsa.protocol import ProduceRequest, encode_request
@@ -43,10 +51,15 @@ PRODUCE_VERSION = 9  # what librdkafka 2.x sends
 _SIZE = struct.Struct(">i")
 
 
-def build_frames(codec: Compression, count: int) -> list[bytes]:
+def varied_values(count: int = 1024) -> list[bytes]:
+    """Values of 20-180 bytes (hex of random bytes), so that records of a batch differ in size."""
+    return [os.urandom(10 + (i * 37) % 81).hex().encode() for i in range(count)]
+
+
+def build_frames(codec: Compression, count: int, varied: bool = False) -> list[bytes]:
     """``count`` size-prefixed ProduceRequest frames, one full 16 KiB batch each, partitions
     taken in turn."""
-    values = make_values()
+    values = varied_values() if varied else make_values()
     frames = []
     now = int(time.time() * 1000)
     for i in range(count):
@@ -99,6 +112,19 @@ def replay(bootstrap: str, frames: list[bytes], requests: int, in_flight: int) -
     return elapsed
 
 
+def measure(broker: Server, frames: list[bytes], args: argparse.Namespace) -> float:
+    """Broker CPU microseconds per request over one replay (after a warm-up)."""
+    replay(broker.bootstrap, frames, 500, args.in_flight)  # warm up
+    cpu0 = cpu_seconds(broker.proc.pid)
+    seconds = replay(broker.bootstrap, frames, args.requests, args.in_flight)
+    cpu = cpu_seconds(broker.proc.pid) - cpu0
+    print(f"  {broker.name:<5} {args.requests:,} requests, {args.in_flight} in flight: "
+          f"{args.requests / seconds:>9,.0f} requests/s, broker CPU "
+          f"{cpu / args.requests * 1e6:6.1f} us/request ({cpu / seconds:.0%} of a core)",
+          flush=True)
+    return cpu / args.requests * 1e6
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -108,20 +134,32 @@ def main() -> int:
                         help="codecs to run (default: none and lz4)")
     parser.add_argument("--profile", metavar="FILE", default=None,
                         help="profile the samsa broker with py-spy into FILE")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="also replay to the samsa broker of git revision REV")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per codec (best kept)")
+    parser.add_argument("--varied", action="store_true", help="values of 20-180 bytes")
     args = parser.parse_args()
     codecs = [Compression[c.upper()] for c in (args.codecs or ("none", "lz4"))]
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as data_dir, \
-            samsa_broker(data_dir, args.profile) as broker:
-        create_topic(broker.bootstrap, TOPIC, PRODUCE_PARTITIONS)
+    with ExitStack() as stack:
+        data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="samsa-bench-"))
+        brokers = [stack.enter_context(samsa_broker(data_dir + "/new", args.profile))]
+        if args.baseline:
+            source = stack.enter_context(worktree(args.baseline))
+            brokers.append(stack.enter_context(samsa_broker(data_dir + "/base", None,
+                                                            name="base", source=source)))
+        for broker in brokers:
+            create_topic(broker.bootstrap, TOPIC, PRODUCE_PARTITIONS)
         for codec in codecs:
-            frames = build_frames(codec, 64)
-            replay(broker.bootstrap, frames, 500, args.in_flight)  # warm up
-            cpu0 = cpu_seconds(broker.proc.pid)
-            seconds = replay(broker.bootstrap, frames, args.requests, args.in_flight)
-            cpu = cpu_seconds(broker.proc.pid) - cpu0
-            print(f"{codec.name.lower():<5} {args.requests:,} requests, {args.in_flight} in flight: "
-                  f"{args.requests / seconds:>9,.0f} requests/s, broker CPU "
-                  f"{cpu / args.requests * 1e6:6.1f} us/request ({cpu / seconds:.0%} of a core)",
+            frames = build_frames(codec, 64, args.varied)
+            best: dict[str, float] = {}
+            for _ in range(args.rounds):
+                for broker in brokers:
+                    best[broker.name] = min(best.get(broker.name, float("inf")),
+                                            measure(broker, frames, args))
+            line = " ".join(f"{name} {us:6.1f} us/request" for name, us in best.items())
+            if "base" in best:
+                line += f"  new/base {best['samsa'] / best['base']:.3f}"
+            print(f"{codec.name.lower():<5}{' varied' if args.varied else ''}: {line}",
                   flush=True)
     return 0
 
