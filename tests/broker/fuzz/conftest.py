@@ -6,6 +6,7 @@ address."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -35,9 +36,14 @@ def start_fuzz_target(broker_process: Callable[..., BrokerProcess],
     monkeypatch.setenv("PYTHONFAULTHANDLER", "1")
     process = broker_process(config).start()
     prepare_topics(process.port)
-    yield FuzzTarget(process)
+    target = FuzzTarget(process)
+    yield target
     if process.is_running():
-        process.stop()
+        try:
+            process.stop()
+        except subprocess.TimeoutExpired:
+            pytest.fail("the broker did not stop within 30 s of SIGTERM; its threads:\n"
+                        + target.dump_stacks())
 
 
 @pytest.fixture
