@@ -395,13 +395,14 @@ def _matching(data: bytes | bytearray, pos: int, stride: int, first: int, stop: 
             limit = start + n * stride
     # TimestampDeltas of the same width: continuation bits on all bytes but the last.
     at = start + ts_at
-    for d in range(ts_width - 1):
-        misfit = data[at + d : limit : stride].translate(_NOT_MORE).find(1)
-        if misfit >= 0:
-            n = misfit
-            if not n:
-                return 0, b""
-            limit = start + n * stride
+    if ts_width > 1:
+        for d in range(ts_width - 1):
+            misfit = data[at + d : limit : stride].translate(_NOT_MORE).find(1)
+            if misfit >= 0:
+                n = misfit
+                if not n:
+                    return 0, b""
+                limit = start + n * stride
     deltas = data[at + ts_width - 1 : limit : stride]
     if not deltas.isascii():
         n = deltas.translate(_NOT_LAST).find(1)
@@ -410,12 +411,14 @@ def _matching(data: bytes | bytearray, pos: int, stride: int, first: int, stop: 
         limit = start + n * stride
         deltas = deltas[:n]
     # OffsetDeltas: exactly the encodings of their indices.
+    # (table.startswith(marks, first): a compare in place, no slice of the table.)
     at = start + offset_at
     first += index
-    for d, table in enumerate(digits):
-        marks = data[at + d : limit : stride]
-        expected = table[first : first + n]
-        if marks != expected:
+    for table in digits:
+        marks = data[at : limit : stride]
+        at += 1
+        if not table.startswith(marks, first):
+            expected = table[first : first + n]
             n = next(i for i in range(n) if marks[i] != expected[i])
             if not n:
                 return 0, b""
@@ -461,7 +464,6 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
     claimed_seen = False
     bounded: list[bytes | bytearray] = []  # runs known only to stay at or below ``claimed``
     keyless: list[tuple[int, int]] = []  # (first, stop) index ranges of records without key
-    skeleton: list[int] = []
     layouts = _LAYOUTS
     while pos < end:
         if index >= count:
@@ -497,11 +499,15 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
         if known is not None:
             # Records of this size that may follow, within the count and one offset width.
             layout = known
-            limit = min((end - pos) // stride, count - index, _WIDTH_ENDS[width - 1] - index)
+            limit = (end - pos) // stride  # (compares, not a min() call, per run)
+            if count - index < limit:  # noqa: PLR1730
+                limit = count - index
+            if _WIDTH_ENDS[width - 1] - index < limit:  # noqa: PLR1730
+                limit = _WIDTH_ENDS[width - 1] - index
             stop = limit if limit < step else step  # noqa: FURB136
             got, deltas = _matching(data, pos, stride, 0, stop, index, layout)
         if not got:  # a new layout (or none fits): parse the record
-            skeleton.clear()
+            skeleton: list[int] = []
             record_end, delta, body, offset_pos, key_pos, key_len = _read_record(
                 data, pos, end, index, where, skeleton)
             stride = record_end - pos
