@@ -58,11 +58,15 @@ class HandleCache:
         ``create`` makes a missing file (a new segment); otherwise a missing file is an
         OSError (FileNotFoundError), as it would be for a file held open and then unlinked.
         """
-        with self._lock:
-            handle = self._open.get(path)
-            if handle is not None:
+        # A hit takes no lock (every append asks): get and move_to_end are each atomic, and a
+        # handle evicted in between stays usable, as one evicted right after the return would.
+        handle = self._open.get(path)
+        if handle is not None:
+            try:
                 self._open.move_to_end(path)
-                return handle
+            except KeyError:
+                pass  # evicted meanwhile
+            return handle
         flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         try:
             fd = os.open(path, flags, 0o644)

@@ -516,7 +516,8 @@ class Log:
             segment.append(buf, stamped)
         except OSError as exc:
             raise self._storage_failed("writing to", path, exc) from exc
-        EPISODES.succeeded(self._episode)
+        if EPISODES.failing:  # (a dict check, not a call, per append)
+            EPISODES.succeeded(self._episode)
         state.commit(staged, next_offset)
         self._log_end_offset = next_offset
         self._unflushed_messages += messages
@@ -708,8 +709,9 @@ class Log:
 
     @property
     def latest_epoch(self) -> int:
-        with self._lock:
-            return self._epochs[-1][0] if self._epochs else -1
+        # No lock (asked on every produce): _epochs is replaced, never changed in place.
+        epochs = self._epochs
+        return epochs[-1][0] if epochs else -1
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, end offset of that epoch), or

@@ -40,13 +40,15 @@ class FailureEpisodes:
     episode is logged at ERROR, repeats at DEBUG, the first success after it at INFO."""
 
     def __init__(self) -> None:
-        self._failing: dict[str, str] = {}
+        # Open episodes: key -> last failure.  Read it, never write it: a hot write path
+        # checks ``if EPISODES.failing`` before calling succeeded().
+        self.failing: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def failed(self, key: str, error: KafkaStorageError) -> None:
         with self._lock:
-            first = key not in self._failing
-            self._failing[key] = str(error.detail)
+            first = key not in self.failing
+            self.failing[key] = str(error.detail)
         if first:
             log.error("%s: %s (answering KAFKA_STORAGE_ERROR until a write succeeds)",
                       key, error.detail)
@@ -54,15 +56,15 @@ class FailureEpisodes:
             log.debug("%s: still failing: %s", key, error.detail)
 
     def succeeded(self, key: str) -> None:
-        if not self._failing:  # the usual case: one dict check per write
+        if not self.failing:
             return
         with self._lock:
-            detail = self._failing.pop(key, None)
+            detail = self.failing.pop(key, None)
         if detail is not None:
             log.info("%s: writes succeed again (last failure: %s)", key, detail)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._failing
+        return key in self.failing
 
 
 # One for the process: keys name a partition directory or a data directory, so brokers sharing
