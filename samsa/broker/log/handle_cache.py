@@ -94,14 +94,6 @@ class HandleCache:
             while len(self._open) > keep:
                 self._open.popitem(last=False)
 
-    def close(self, path: str) -> None:
-        """Close ``path``'s cached handle now (segment closed or deleted).  Slices of it see a
-        closed file rather than another file that reused the number."""
-        with self._lock:
-            handle = self._open.pop(path, None)
-        if handle is not None:
-            handle.close()
-
     def forget(self, path: str) -> None:
         """Drop ``path``'s handle without closing it (slices in flight keep reading it)."""
         with self._lock:

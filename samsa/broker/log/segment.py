@@ -376,17 +376,21 @@ class LogSegment:
             return True
 
     def close(self) -> None:
+        """Write the indexes and drop the segment's descriptor.  Dropped, not closed: a
+        FileSlice of it still being sent (a Fetch response) keeps it open until it is done, as
+        for delete()."""
         self.offset_index.close()
         self.time_index.close()
         self._closed = True
-        self._files.close(self._path)
+        self._files.forget(self._path)
 
     def abandon(self) -> None:
-        """Release the descriptor without writing the indexes (a crash, or undoing a create)."""
+        """Release the descriptor without writing the indexes (a crash, a topic deletion, or
+        undoing a create); slices in flight keep it until they are done, as for close()."""
         self.offset_index.abandon()
         self.time_index.abandon()
         self._closed = True
-        self._files.close(self._path)
+        self._files.forget(self._path)
 
     def delete(self) -> None:
         """Unlink the files.  Slices already handed out stay readable until dropped."""

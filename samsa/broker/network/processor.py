@@ -608,7 +608,7 @@ class Processor:
                     out = Outgoing(chunks)
                     done = out.write_to(conn.sock)
                     conn.corked = False
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a FileSlice's file was closed
                 done = False
                 failed = f"write failed: {exc}"
                 conn.closed = True
@@ -653,7 +653,7 @@ class Processor:
             else:
                 try:
                     done = out.write_tls(conn.sock) if conn.tls else out.write_to(conn.sock)
-                except OSError as exc:
+                except (OSError, ValueError) as exc:  # as above: only this connection fails
                     done = False
                     failed = f"write failed: {exc}"
                     conn.closed = True

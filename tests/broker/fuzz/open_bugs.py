@@ -17,16 +17,7 @@ class OpenBug:
     log_signature: str  # a text of the broker's log record that shows this bug
 
 
-OPEN_BUGS: dict[str, OpenBug] = {
-    # test_regressions.py::test_delete_topic_while_its_records_are_sent
-    "delete-topic-while-its-records-are-sent": OpenBug(
-        reason="log/network: deleting a topic closes the file handles of its segments while "
-               "FileSlices still use them (FileHandle says the last slice closes it); a Fetch "
-               "response being sent then fails in the network thread, which dies, and every "
-               "connection later given to that thread hangs; Fetch < v10 answers "
-               "UNKNOWN_SERVER_ERROR and down-conversion logs a traceback",
-        log_signature="was closed (broker shutting down)"),
-}
+OPEN_BUGS: dict[str, OpenBug] = {}
 
 
 def open_bug_of(record: str) -> str | None:
