@@ -50,10 +50,13 @@ def tcp_sockets(port: int) -> list[dict[str, str]]:
 
 
 def accepted_sockets(pid: int, port: int) -> list[dict[str, str]]:
-    """The connections ``pid`` accepted on ``port`` and still holds (its descriptors)."""
+    """The connections ``pid`` accepted on ``port`` and still holds (its descriptors), one per
+    inode: /proc/net/tcp is read in pieces while sockets come and go, so a socket may be listed
+    twice."""
     mine = _socket_inodes(pid)
-    return [row for row in tcp_sockets(port)
-            if row["state"] != _LISTEN and row["inode"] in mine]
+    unique = {row["inode"]: row for row in tcp_sockets(port)
+              if row["state"] != _LISTEN and row["inode"] in mine}
+    return list(unique.values())
 
 
 def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 30.0) -> None:
