@@ -48,6 +48,17 @@ __all__ = ["DEFAULT_HOST", "Broker"]
 
 log = logging.getLogger("samsa.broker")
 
+
+def _validator_build() -> str:
+    """Which record validator produce runs: mypyc-compiled (setup.py) or its pure-Python
+    source, a few times the CPU for batches of records of varied sizes."""
+    from samsa.broker.log import validator
+
+    if validator.__file__ is None or validator.__file__.endswith(".py"):
+        return (f"pure Python ({validator.__file__}; reinstall with a C compiler and without "
+                "SAMSA_COMPILE=0 for the compiled one)")
+    return f"compiled with mypyc ({validator.__file__})"
+
 DEFAULT_HOST = "127.0.0.1"
 
 
@@ -202,6 +213,7 @@ class Broker:
                  self.node_id, self.cluster_id,
                  ", ".join(f"{lst.address} ({lst.name})" for lst in self.listeners),
                  ", ".join(a.address for a in self._advertised_by_name.values()), self.data_dir)
+        log.info("record validation: %s", _validator_build())
         return self
 
     def close(self, timeout: float = 10.0) -> None:

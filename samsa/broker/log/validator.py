@@ -23,15 +23,21 @@ count, header key and value lengths), TimestampDeltas of the same width, and Off
 equal to the encodings of their indices.  A record laid out like a valid one parses the same
 way, so it is valid too.  Runs are grown by galloping, so that the work stays linear whatever
 the input; where runs are short (sizes vary) records are parsed one at a time.
+
+setup.py compiles this module with mypyc where it can (pure Python otherwise), which makes the
+one-at-a-time parse as cheap per record as the runs: hence the annotations must be true at run
+time (a compiled function checks its arguments' types), and the errors live in record_errors.py
+so that the compiled module and this source raise the same classes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from samsa.broker.log.config import LONG_MAX, LogConfig
-from samsa.errors import InvalidRecordError, InvalidTimestampError
+from samsa.broker.log.record_errors import BatchPlace, RecordTimestampError, RecordValidationError
+from samsa.errors import InvalidRecordError
 from samsa.records import NO_TIMESTAMP, BatchHeader
 from samsa.records.batch_header import TIMESTAMP_TYPE_MASK
 from samsa.records.varint import decode_varint, decode_varlong
@@ -90,43 +96,6 @@ def _offset_digit_tables(stop: int) -> tuple[tuple[bytes, ...], ...]:
 _RUN_INDEX_LIMIT = 1 << 17
 _WIDTH_ENDS = (64, 8192, _RUN_INDEX_LIMIT)
 _OFFSET_DIGITS = _offset_digit_tables(_RUN_INDEX_LIMIT)  # 400 KB
-
-
-class BatchPlace(NamedTuple):
-    """Where a produced batch sits, formatted only if an error message needs it."""
-
-    pos: int
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
-
-
-class RecordValidationError(InvalidRecordError):
-    """INVALID_RECORD with ``(batch index, message)`` for each rejected record: the
-    RecordErrors of ProduceResponse v8+ (KIP-467)."""
-
-    def __init__(self, detail: str | None = None,
-                 record_errors: list[tuple[int, str]] | None = None) -> None:
-        super().__init__(detail)
-        self.record_errors = record_errors or []
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.detail, self.record_errors))
-
-
-class RecordTimestampError(InvalidTimestampError):
-    """INVALID_TIMESTAMP with ``(batch index, message)`` for each rejected record: the
-    RecordErrors of ProduceResponse v8+ (KIP-467)."""
-
-    def __init__(self, detail: str | None = None,
-                 record_errors: list[tuple[int, str]] | None = None) -> None:
-        super().__init__(detail)
-        self.record_errors = record_errors or []
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.detail, self.record_errors))
 
 
 def _bad(where: str | BatchPlace, index: int, problem: str) -> RecordValidationError:

@@ -10,9 +10,15 @@ and with each codec) and check that whatever it accepts, samsa's own reader deco
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shlex
+import shutil
+import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 import pytest
@@ -20,21 +26,72 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from samsa.broker.log import Log, LogConfig, validator
-from samsa.broker.log.validator import (
-    RecordTimestampError,
-    RecordValidationError,
-    checked_max_timestamp,
-    walk_records,
-)
+from samsa.broker.log import log as log_module
+from samsa.broker.log.record_errors import RecordTimestampError, RecordValidationError
 from samsa.errors import InvalidRecordError, KafkaError
 from samsa.records import Compression, MemoryRecords
-from samsa.records.batch_header import NO_TIMESTAMP, TIMESTAMP_TYPE_MASK
+from samsa.records.batch_header import NO_TIMESTAMP, TIMESTAMP_TYPE_MASK, BatchHeader
 from samsa.records.varint import decode_varint, decode_varlong
 from tests.broker.handmade_batches import handmade_record, wrap_records
 
 INT64 = range(-(1 << 63), 1 << 63)
 NOW = 1_700_000_000_000
 CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
+
+
+# --- both implementations: the installed module (compiled by setup.py where it can be) and its
+# pure-Python source, loaded under another name; every test below runs against each.
+
+SOURCE = Path(validator.__file__ or "").with_name("validator.py")
+COMPILED = not (validator.__file__ or "").endswith(".py")
+
+
+def load_source() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("samsa.broker.log._validator_source", SOURCE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+V: ModuleType = validator  # the implementation under test (set by the fixture below)
+
+
+@pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
+def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """The validator the tests call (V), and Log's too (Log.append_as_leader)."""
+    if request.param == "installed":
+        module = validator
+    elif COMPILED:
+        module = load_source()
+    else:
+        pytest.skip("the installed validator is its pure-Python source (not compiled)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "V", module)
+        patch.setattr(log_module, "walk_records", module.walk_records)
+        patch.setattr(log_module, "checked_max_timestamp", module.checked_max_timestamp)
+        yield module
+
+
+def compiler_present() -> bool:
+    try:
+        import mypyc  # noqa: F401
+    except ImportError:
+        return False
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(shlex.split(cc)[0]) is not None
+
+
+def test_the_compiled_validator_is_in_use_where_it_can_be_built() -> None:
+    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
+        pytest.skip("SAMSA_COMPILE=0: the pure-Python validator is expected")
+    if not compiler_present():
+        pytest.skip("no mypyc or no C compiler: the pure-Python validator is expected")
+    assert COMPILED, (f"the record validator runs from {validator.__file__}, not compiled: "
+                      "reinstall (pip install -e . / make) and read setup.py's warning")
+    assert Path(validator.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
+        f"{validator.__file__} is older than {SOURCE}: a stale build shadows the source; "
+        "reinstall (pip install -e . / make)")
 
 
 class Refused(Exception):
@@ -92,7 +149,7 @@ def walk(section: bytes, count: int, *, claimed: int | None = None, want_min: bo
     """walk_records over ``section`` followed by bytes it must not read as records."""
     data = bytearray(section + b"\x80\x02\x00\x01" * 4)
     extra = {} if claimed is None else {"claimed": claimed}
-    return walk_records(data, 0, len(section), count, "w", want_min=want_min,
+    return V.walk_records(data, 0, len(section), count, "w", want_min=want_min,
                         need_key=need_key, **extra)
 
 
@@ -201,15 +258,17 @@ def test_the_work_stays_linear_when_runs_keep_breaking(monkeypatch: pytest.Monke
     # Runs of 4 records, each run one byte longer than the last: every run's first check must
     # not look at all the records that could still follow.
     records = [handmade_record(i, b"x" * (10 + i // 4)) for i in range(4000)]
+    if V is validator and COMPILED:
+        pytest.skip("compiled: walk_records calls _matching natively, not through the module")
     looked_at = 0
-    matching = validator._matching
+    matching = V._matching
 
     def counting(*args: object) -> object:
         nonlocal looked_at
         looked_at += int(args[4]) - int(args[3])  # type: ignore[call-overload]
         return matching(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(validator, "_matching", counting)
+    monkeypatch.setattr(V, "_matching", counting)
     walk(b"".join(records), 4000)
     assert looked_at <= 4 * 4000
 
@@ -261,7 +320,7 @@ def test_a_negative_record_length_is_refused() -> None:
 def test_a_length_running_off_the_data_is_malformed() -> None:
     data = bytearray(plain(1) + b"\x80")
     with pytest.raises(RecordValidationError, match=r"87\): w: record 1: malformed \("):
-        walk_records(data, 0, len(data), 2, "w")
+        V.walk_records(data, 0, len(data), 2, "w")
 
 
 # --- lying records, through Log.append_as_leader ------------------------------------------------
@@ -430,13 +489,6 @@ def test_a_mutated_batch_is_refused_or_reads_back_whole(
 
 # --- checked_max_timestamp: message.timestamp.before/after.max.ms and LogAppendTime --------------
 
-class Header(NamedTuple):
-    attributes: int
-    base_timestamp: int
-    max_timestamp: int
-    records_count: int
-
-
 TS_NOW = 1_000_000
 
 
@@ -444,9 +496,10 @@ def check(deltas: list[int], *, base: int = TS_NOW, attributes: int = 0, max_ts:
           before: int = 100, after: int = 100, append: bool = False) -> int:
     data = b"".join(handmade_record(i, b"v", timestamp_delta=d) for i, d in enumerate(deltas))
     config = LogConfig(timestamp_before_max_ms=before, timestamp_after_max_ms=after)
-    header = Header(attributes, base, max_ts, len(deltas))
-    return checked_max_timestamp(config, header, min(deltas), max(deltas),  # type: ignore[arg-type]
-                                 append, TS_NOW, data, 0, len(data), "w")
+    header = BatchHeader(0, 0, -1, 2, 0, attributes, len(deltas) - 1, base, max_ts, -1, -1, -1,
+                         len(deltas))
+    return V.checked_max_timestamp(config, header, min(deltas), max(deltas), append, TS_NOW,
+                                   data, 0, len(data), "w")
 
 
 def test_timestamps_exactly_at_the_before_and_after_bounds_are_accepted() -> None:

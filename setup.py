@@ -1,0 +1,77 @@
+"""Compiles the broker's record validator with mypyc when it can; pyproject.toml has the rest.
+
+samsa.broker.log.validator parses every record of every produced batch (as Kafka's
+LogValidator does); compiled, it costs the broker a fraction of the CPU.  The source stays the
+typed Python file, which is also the fallback: without mypyc or a C compiler, or if the build
+fails, the package installs as pure Python with a warning (``pip install -v`` shows it) and the
+broker logs at start which one it runs.  SAMSA_COMPILE=0 skips compiling.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from typing import Any
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+# Kept small: only the hot path of produce.
+COMPILED = ["samsa/broker/log/validator.py"]
+
+
+def _warn(message: str) -> None:
+    print(f"WARNING: samsa: {message}; the record validator stays pure Python (slower "
+          "produce, same checks)", file=sys.stderr)
+
+
+def _remove_compiled() -> None:
+    """Remove the compiled modules an earlier in-place (editable) build left next to the
+    sources: Python imports an extension module before the .py of the same name."""
+    for source in COMPILED:
+        stem = source.removesuffix(".py")
+        for path in glob.glob(f"{stem}.*.so") + glob.glob(f"{stem}__mypyc.*.so") \
+                + glob.glob(f"{stem}.*.pyd") + glob.glob(f"{stem}__mypyc.*.pyd"):
+            os.remove(path)
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that falls back to the pure-Python module instead of failing the install."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 -- no compiler, no headers, ...: fall back
+            _warn(f"compiling failed ({exc})")
+            # A shim without its library (or the reverse) would not import: remove them all.
+            for ext in self.extensions:
+                for path in (self.get_ext_fullpath(ext.name),
+                             os.path.join(self.build_lib, self.get_ext_filename(ext.name))):
+                    if os.path.exists(path):
+                        os.remove(path)
+            _remove_compiled()
+
+
+def ext_modules() -> list[Any]:
+    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
+        print("samsa: SAMSA_COMPILE=0, not compiling the record validator", file=sys.stderr)
+        _remove_compiled()
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError as exc:
+        _warn(f"mypyc is not available ({exc})")
+        _remove_compiled()
+        return []
+    try:
+        # --no-warn-unused-configs: pyproject's mypy overrides name modules this build does
+        # not check, and that note would fail it.
+        return list(mypycify(["--no-warn-unused-configs", *COMPILED], opt_level="3"))
+    except BaseException as exc:  # noqa: BLE001 -- mypy exits (SystemExit) on a type error
+        _warn(f"mypyc could not translate {', '.join(COMPILED)} ({exc!r})")
+        _remove_compiled()
+        return []
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
