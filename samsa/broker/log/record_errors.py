@@ -25,9 +25,11 @@ class BatchPlace(NamedTuple):
         return f"batch at byte {self.pos} of {self.topic}-{self.partition}"
 
 
-class RecordValidationError(InvalidRecordError):
-    """INVALID_RECORD with ``(batch index, message)`` for each rejected record: the
-    RecordErrors of ProduceResponse v8+ (KIP-467)."""
+class _WithRecordErrors(Exception):
+    """``(batch index, message)`` for each rejected record: the RecordErrors of ProduceResponse
+    v8+ (KIP-467), carried by the KafkaError it is mixed into."""
+
+    detail: str | None
 
     def __init__(self, detail: str | None = None,
                  record_errors: list[tuple[int, str]] | None = None) -> None:
@@ -38,15 +40,9 @@ class RecordValidationError(InvalidRecordError):
         return (type(self), (self.detail, self.record_errors))
 
 
-class RecordTimestampError(InvalidTimestampError):
-    """INVALID_TIMESTAMP with ``(batch index, message)`` for each rejected record: the
-    RecordErrors of ProduceResponse v8+ (KIP-467)."""
+class RecordValidationError(_WithRecordErrors, InvalidRecordError):
+    """INVALID_RECORD with the rejected records."""
 
-    def __init__(self, detail: str | None = None,
-                 record_errors: list[tuple[int, str]] | None = None) -> None:
-        super().__init__(detail)
-        self.record_errors = record_errors or []
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.detail, self.record_errors))
-
+class RecordTimestampError(_WithRecordErrors, InvalidTimestampError):
+    """INVALID_TIMESTAMP with the rejected records."""
