@@ -22,6 +22,9 @@ __all__ = ["DelayedOperation", "Purgatory"]
 
 log = logging.getLogger(__name__)
 
+# A purge of completed operations from the timer heap waits for at least this many.
+_PURGE_AT_LEAST = 100
+
 
 class DelayedOperation:
     """An operation that completes when ``try_complete`` says so or when it expires.
@@ -107,6 +110,7 @@ class Purgatory:
         self._timers: list[tuple[float, int, DelayedOperation]] = []
         self._seq = itertools.count()
         self._closed = False
+        self._completed_in_timers = 0  # completed ops still in _timers, purged in batches
         self._thread = threading.Thread(target=self._run_timer, name=f"purgatory-{name}",
                                         daemon=True)
         self._thread.start()
@@ -162,6 +166,8 @@ class Purgatory:
 
     def _unwatch(self, op: DelayedOperation) -> None:
         with self._lock:
+            if op.is_completed:
+                self._purge_completed_timers()
             for key in op._keys:
                 ops = self._watchers.get(key)
                 if ops is None:
@@ -172,6 +178,18 @@ class Purgatory:
                     pass
                 if not ops:
                     del self._watchers[key]
+
+    def _purge_completed_timers(self) -> None:
+        """Drop completed operations from the timer heap once they are half of it (as Kafka's
+        purgatory purges completed operations every purgeInterval), instead of keeping each
+        until its deadline: a fetch that waits up to max_wait_ms (days, if a client asks) and
+        completes at once would otherwise stay referenced for that long.  Holds _lock."""
+        self._completed_in_timers += 1
+        if self._completed_in_timers < max(_PURGE_AT_LEAST, len(self._timers) // 2):
+            return
+        self._timers = [entry for entry in self._timers if not entry[2].is_completed]
+        heapq.heapify(self._timers)
+        self._completed_in_timers = 0
 
     def _run_timer(self) -> None:
         while True:

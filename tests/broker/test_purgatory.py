@@ -107,3 +107,28 @@ def test_each_operation_completes_exactly_once_under_concurrent_wakes() -> None:
         assert purgatory.watched() == 0
     finally:
         purgatory.close()
+
+
+def test_operations_completed_long_before_their_deadline_are_let_go() -> None:
+    """A completed operation must not stay referenced until its (days away) deadline: a
+    delayed fetch's result holds segment files open."""
+    import gc
+    import weakref
+
+    purgatory = Purgatory("t")
+    try:
+        # A waiting operation due first keeps the timer from reaching the completed ones.
+        purgatory.try_complete_else_watch(Counter({"n": 0}, 1, delay_ms=3_600_000), ["other"])
+        source = {"n": 0}
+        ops = [Counter(source, 1, delay_ms=86_400_000) for _ in range(300)]
+        for i, op in enumerate(ops):
+            assert purgatory.try_complete_else_watch(op, [f"k{i}"]) is False
+        refs = [weakref.ref(op) for op in ops]
+        source["n"] = 1
+        for i in range(len(ops)):
+            assert purgatory.check_and_complete(f"k{i}") == 1
+        del ops, op
+        gc.collect()
+        assert sum(ref() is not None for ref in refs) < 100
+    finally:
+        purgatory.close()

@@ -226,8 +226,12 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
+        # Take the result out: the purgatory may keep a completed operation until its deadline,
+        # and the FileSlices in the result would keep their segment files open (even deleted).
+        result, self._result = self._result, None
         try:
-            result = self._result if self._result is not None else self.plan.read()
+            if result is None:
+                result = self.plan.read()
             self.ctx.respond(self.plan.response(result))
         except Exception:
             log.exception("completing a delayed fetch failed; closing the connection")

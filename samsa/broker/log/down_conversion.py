@@ -107,7 +107,9 @@ class LazyDownConversionRecords:
             self.size = max(source.size, len(first))
         else:
             self.size = _MIN_OVERFLOW if has_batches else 0
-        self._chunks = self._convert_rest(source, batches, first)
+        # The generator must not reference self: a response dropped half-sent (the client went)
+        # would leave a cycle that only the cyclic GC frees, keeping the segment file open.
+        self._chunks = _convert_rest(source, batches, first, to_magic, first_offset)
         self._piece: memoryview = memoryview(b"")
         self._remaining = self.size
 
@@ -121,45 +123,11 @@ class LazyDownConversionRecords:
         seen = False
         for pos, size in batches:
             seen = True
-            converted = self._convert(source.read(pos, size), [(0, size)])
+            converted = _convert(source.read(pos, size), [(0, size)], self.to_magic,
+                                 self.first_offset)
             if converted:
                 return converted, True
         return b"", seen
-
-    def _convert(self, data: bytes, places: list[tuple[int, int]]) -> bytes:
-        parsed = []
-        for pos, size in places:
-            if data[pos + MAGIC_OFFSET] != MAGIC_V2 or size < RECORD_BATCH_OVERHEAD:
-                continue  # the log writes only v2 batches
-            parsed.append(RecordBatch(data, pos))
-        return down_convert(parsed, self.to_magic, self.first_offset)
-
-    def _convert_rest(self, source: _Source, batches: Iterator[tuple[int, int]],
-                      first: bytes) -> Iterator[bytes]:
-        if first:
-            yield first
-        pending: tuple[int, int] | None = None
-        while True:
-            # One chunk: whole batches up to MAX_READ_SIZE, at least one.
-            chunk: list[tuple[int, int]] = [pending] if pending is not None else []
-            total = pending[1] if pending is not None else 0
-            pending = None
-            for pos, size in batches:
-                if chunk and total + size > MAX_READ_SIZE:
-                    pending = (pos, size)
-                    break
-                chunk.append((pos, size))
-                total += size
-            if not chunk:
-                return
-            start = chunk[0][0]
-            data = source.read(start, total)
-            try:
-                converted = self._convert(data, [(p - start, s) for p, s in chunk])
-            except UnsupportedCompressionTypeError:
-                return  # a zstd batch mid-way: the overflow stub follows
-            if converted:
-                yield converted
 
     def _overflow(self) -> bytes:
         """LazyDownConversionRecordsSend.buildOverflowBatch for what remains of the promise."""
@@ -200,3 +168,40 @@ class LazyDownConversionRecords:
     def __repr__(self) -> str:
         return (f"LazyDownConversionRecords(size={self.size}, to_magic={self.to_magic}, "
                 f"first_offset={self.first_offset})")
+
+
+def _convert(data: bytes, places: list[tuple[int, int]], to_magic: int, first_offset: int) -> bytes:
+    parsed = []
+    for pos, size in places:
+        if data[pos + MAGIC_OFFSET] != MAGIC_V2 or size < RECORD_BATCH_OVERHEAD:
+            continue  # the log writes only v2 batches
+        parsed.append(RecordBatch(data, pos))
+    return down_convert(parsed, to_magic, first_offset)
+
+
+def _convert_rest(source: _Source, batches: Iterator[tuple[int, int]], first: bytes,
+                  to_magic: int, first_offset: int) -> Iterator[bytes]:
+    """The converted pieces after ``first``: whole batches up to MAX_READ_SIZE at a time."""
+    if first:
+        yield first
+    pending: tuple[int, int] | None = None
+    while True:
+        chunk: list[tuple[int, int]] = [pending] if pending is not None else []
+        total = pending[1] if pending is not None else 0
+        pending = None
+        for pos, size in batches:
+            if chunk and total + size > MAX_READ_SIZE:
+                pending = (pos, size)
+                break
+            chunk.append((pos, size))
+            total += size
+        if not chunk:
+            return
+        start = chunk[0][0]
+        data = source.read(start, total)
+        try:
+            converted = _convert(data, [(p - start, s) for p, s in chunk], to_magic, first_offset)
+        except UnsupportedCompressionTypeError:
+            return  # a zstd batch mid-way: the overflow stub follows
+        if converted:
+            yield converted

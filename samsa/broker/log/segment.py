@@ -87,7 +87,13 @@ class LogSegment:
         Callers keep it in a local while they use its descriptor."""
         if self._closed:
             return FileHandle(-1, self._path)
-        return self._files.get(self._path)
+        handle = self._files.get(self._path)
+        if self._closed:
+            # Closed or deleted while we opened it (a read racing a topic deletion): its
+            # forget() may have run before our handle entered the cache, which would then keep
+            # the unlinked file open, and hand it to a new segment at the same path.
+            self._files.forget(self._path)
+        return handle
 
     # -- loading ------------------------------------------------------------------------------
 

@@ -217,3 +217,32 @@ def test_read_committed_without_transactions(client: Any, log_manager: Any,
     assert p.last_stable_offset == 1 and p.aborted_transactions == []
 
 
+
+
+def test_a_long_poll_answered_early_keeps_no_segment_file_open(
+        client: Any, log_manager: Any, make_batch: Any) -> None:
+    """The purgatory may hold a completed fetch until its deadline (a day here); what it read
+    must not keep the segment's file open after the topic is deleted."""
+    import os
+
+    from samsa.protocol import DeleteTopicsRequest
+
+    def deleted_files_open() -> list[str]:
+        targets = []
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                targets.append(os.readlink(f"/proc/self/fd/{name}"))
+            except OSError:
+                pass
+        return [t for t in targets if t.endswith(" (deleted)") and "/t-0" in t]
+
+    log_manager.create_topic("t", 1)
+    ctx = client.send(fetch_request([("t", 0, 0)], max_wait_ms=86_400_000), 11)
+    request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=make_batch(b"wake"))])])
+    client.call(request, 9)
+    assert values(partitions(ctx.wait())[("t", 0)].records) == [b"wake"]
+    del ctx  # the client's own copy of the response
+    client.call(DeleteTopicsRequest(topic_names=["t"], timeout_ms=1000), 4)
+    assert deleted_files_open() == []

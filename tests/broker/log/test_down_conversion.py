@@ -290,3 +290,23 @@ def test_a_failing_read_mid_send_ends_with_an_overflow_stub(tmp_path: Path,
     (record,) = caplog.records
     assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
     assert f"the file ended {len(big) - 10} bytes early" in str(record.exc_info[1])
+
+
+def test_a_conversion_dropped_half_sent_closes_its_file_at_once(tmp_path: Path) -> None:
+    """A client that goes mid-response drops the conversion: the segment file it reads must
+    close then, not whenever the cyclic garbage collector runs (a deleted segment's file
+    would stay open meanwhile)."""
+    import gc
+
+    records = slice_of(tmp_path, build_batch(3) + build_batch(4))
+    fd = records.fileno()
+    lazy = LazyDownConversionRecords(records, 1, 0)
+    lazy.consume(len(lazy.pending()) - 1)
+    del records
+    gc.disable()
+    try:
+        del lazy
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    finally:
+        gc.enable()

@@ -70,6 +70,38 @@ def test_a_closed_segment_does_not_reopen_its_file(tmp_path: Path) -> None:
     assert len(files) == 0
 
 
+class _DeletingWhileOpening(HandleCache):
+    """A cache whose next miss lets a topic deletion run between the open and the insert."""
+
+    def __init__(self) -> None:
+        super().__init__(4)
+        self.segment: LogSegment | None = None
+
+    def get(self, path: str, *, create: bool = False):  # type: ignore[no-untyped-def]
+        segment, self.segment = self.segment, None
+        if segment is None:
+            return super().get(path, create=create)
+        handle = super().get(path, create=create)
+        # What the deleting thread would have done had it run just before the insert:
+        self._open.pop(path, None)  # (the insert below is the racing one)
+        segment.delete()
+        self._open[path] = handle
+        return handle
+
+
+def test_a_segment_deleted_while_a_read_opens_its_file_leaves_no_descriptor_cached(
+        tmp_path: Path) -> None:
+    files = _DeletingWhileOpening()
+    segment = _segment_with_one_batch(tmp_path / "t-0", files, 0)
+    files.forget(str(segment.log_path))  # the next read misses
+    files.segment = segment
+    before = _open_descriptors()
+    segment.read(0, 1 << 20)  # opens the file, and the deletion runs meanwhile
+    # The unlinked file is not kept open, nor cached for a new segment at the same path.
+    assert len(files) == 0
+    assert _open_descriptors() == before
+
+
 def test_running_out_of_descriptors_gives_back_cached_ones_and_retries(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = HandleCache(10)
