@@ -6,6 +6,7 @@ from samsa.consumer.errors import (
     ConsumerClosedError,
     NoOffsetForPartitionError,
 )
+from samsa.consumer.group_metadata import ConsumerGroupMetadata
 from samsa.consumer.records import (
     ConsumerRecord,
     ConsumerRecords,
@@ -15,7 +16,7 @@ from samsa.consumer.records import (
 from samsa.net.cluster import TopicPartition
 
 __all__ = [
-    "CommitFailedError", "ConsumerClosedError", "ConsumerRecord", "ConsumerRecords",
+    "CommitFailedError", "ConsumerClosedError", "ConsumerGroupMetadata", "ConsumerRecord", "ConsumerRecords",
     "KafkaConsumer", "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetAndTimestamp",
     "TopicPartition",
 ]

@@ -17,6 +17,7 @@ from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.deserializers import as_deserialize_fn
 from samsa.consumer.errors import ConsumerClosedError
 from samsa.consumer.fetcher import EARLIEST, LATEST, Fetcher
+from samsa.consumer.group_metadata import ConsumerGroupMetadata
 from samsa.consumer.records import (
     ConsumerRecord,
     ConsumerRecords,
@@ -24,7 +25,7 @@ from samsa.consumer.records import (
     OffsetAndTimestamp,
 )
 from samsa.consumer.subscription import SubscriptionState
-from samsa.errors import IllegalStateError, KafkaTimeoutError
+from samsa.errors import IllegalStateError, InvalidGroupIdError, KafkaTimeoutError
 from samsa.net import Metadata, NetworkClient, send_and_wait
 from samsa.net.cluster import PartitionInfo, TopicPartition
 from samsa.protocol import MetadataRequest
@@ -204,7 +205,10 @@ class KafkaConsumer:
             while not st.has_valid_position:
                 now = self._clock()
                 if now >= deadline:
-                    raise KafkaTimeoutError(f"the position of {tp}", self._timeout_ms(timeout))
+                    reason = getattr(self._coordinator, "committed_retry_reason", None)
+                    because = f" (its committed offset: {reason})" if reason else ""
+                    raise KafkaTimeoutError(f"the position of {tp}{because}",
+                                            self._timeout_ms(timeout))
                 self._update_positions(now)
                 if st.has_valid_position:
                     break
@@ -347,8 +351,16 @@ class KafkaConsumer:
             return coordinator.fetch_committed([TopicPartition(*tp) for tp in partitions],
                                                self._timeout_ms(timeout))
 
-    def group_metadata(self) -> Any:
-        return None if self._coordinator is None else self._coordinator.group_metadata()
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation, member id and instance id, for a transactional
+        producer's ``send_offsets_to_transaction`` (Java's ``KafkaConsumer.groupMetadata``)."""
+        self._ensure_open()
+        if self._coordinator is None:
+            # Java's KafkaConsumer.groupMetadata raises InvalidGroupIdException here too.
+            raise InvalidGroupIdError(
+                "group_metadata() needs a group.id; set group.id in the consumer's config")
+        with self._lock:
+            return self._coordinator.group_metadata()
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from samsa.consumer.assignors import ASSIGNORS
 from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.errors import CommitFailedError
 from samsa.consumer.fetcher import Fetcher
+from samsa.consumer.group_metadata import ConsumerGroupMetadata
 from samsa.consumer.protocol import (
     Assignment,
     Subscription,
@@ -52,6 +53,7 @@ from samsa.errors import (
     KafkaError,
     KafkaTimeoutError,
     RebalanceInProgressError,
+    UnstableOffsetCommitError,
     for_code,
 )
 from samsa.net import NetworkClient
@@ -80,6 +82,7 @@ INVALID_REQUEST = 42
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 FENCED_INSTANCE_ID = 82
+UNSTABLE_OFFSET_COMMIT = 88
 COORDINATOR_ERRORS = {14, 15, 16}  # load in progress, not available, not coordinator
 # Offset commits and fetches look the coordinator up again only after these; a coordinator
 # still loading (14) is asked again as is (ConsumerCoordinator's offset response handlers).
@@ -110,6 +113,9 @@ class ConsumerCoordinator:
         self.auto_commit_interval_ms: int = config["auto.commit.interval.ms"]
         self.exclude_internal: bool = config["exclude.internal.topics"]
         self.rack: str | None = config["client.rack"] or None
+        # KIP-447: a read_committed member asks for stable offsets only (OffsetFetch v7+), so
+        # it never starts from a position a still-open transaction committed.
+        self.require_stable: bool = config["isolation.level"] == "read_committed"
         self.assignors = [ASSIGNORS[name]() for name in config["partition.assignment.strategy"]]
         self.coordinator: Node | None = None
         self.member_id = ""
@@ -152,6 +158,9 @@ class ConsumerCoordinator:
         # Committed-offset lookup for newly assigned partitions.
         self._committed_request: frozenset[TopicPartition] | None = None
         self._committed_error: KafkaError | None = None
+        self._committed_retry_at = 0.0
+        # Why the last committed-offset lookup is being retried (named by a position() timeout).
+        self.committed_retry_reason: str | None = None
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -810,13 +819,16 @@ class ConsumerCoordinator:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
 
         def build(version: int) -> Message:
+            # Below v7 the flag does not exist; like Java's OffsetFetchRequest.Builder (without
+            # throwOnFetchStableOffsetsUnsupported) the request goes out without it.
+            stable = self.require_stable and version >= 7
             if version >= 8:
-                return OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
-                    group_id=self.group_id, topics=[
+                return OffsetFetchRequest(require_stable=stable, groups=[
+                    OffsetFetchRequest.OffsetFetchRequestGroup(group_id=self.group_id, topics=[
                         OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=p)
                         for t, p in by_topic.items()])])
             return OffsetFetchRequest(
-                group_id=self.group_id,
+                group_id=self.group_id, require_stable=stable,
                 topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p)
                         for t, p in by_topic.items()])
         return build
@@ -832,12 +844,19 @@ class ConsumerCoordinator:
             top, topics = getattr(body, "error_code", 0), body.topics
         if top in COORDINATOR_MOVED:
             self.mark_coordinator_unknown()
+        if top == UNSTABLE_OFFSET_COMMIT:
+            raise self._unstable([TopicPartition(t.name, p.partition_index)
+                                  for t in topics for p in t.partitions])
         if top:
             raise for_code(top)(f"fetching committed offsets of group {self.group_id!r}")
         out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        unstable: list[TopicPartition] = []
         for t in topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
+                if p.error_code == UNSTABLE_OFFSET_COMMIT:
+                    unstable.append(tp)  # answered for the whole request below, as Java does
+                    continue
                 if p.error_code:
                     raise for_code(p.error_code)(f"fetching the committed offset of {tp}")
                 if p.committed_offset < 0:
@@ -846,7 +865,17 @@ class ConsumerCoordinator:
                     epoch = getattr(p, "committed_leader_epoch", -1)
                     out[tp] = OffsetAndMetadata(p.committed_offset, p.metadata or "",
                                                 epoch if epoch >= 0 else None)
+        if unstable:
+            raise self._unstable(unstable)
         return out
+
+    def _unstable(self, partitions: list[TopicPartition]) -> UnstableOffsetCommitError:
+        # ConsumerCoordinator.OffsetFetchResponseHandler: retried until the transaction that
+        # committed offsets for these partitions (TxnOffsetCommit) commits or aborts.
+        which = f"of {sorted(partitions)} " if partitions else ""
+        return UnstableOffsetCommitError(
+            f"the committed offsets {which}in group {self.group_id!r} wait for a transaction "
+            "holding the group's offsets that is still open")
 
     def fetch_committed(self, partitions: list[TopicPartition], timeout_ms: float
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -861,6 +890,15 @@ class ConsumerCoordinator:
             except KafkaConnectionError:
                 if self._now() >= deadline:
                     raise
+            except UnstableOffsetCommitError as exc:
+                if self._now() + self.retry_backoff_ms >= deadline:
+                    raise KafkaTimeoutError(
+                        f"the committed offsets of {sorted(partitions)} in group "
+                        f"{self.group_id!r}: a transaction holding the group's offsets is still "
+                        "open (UNSTABLE_OFFSET_COMMIT); the producer that sent them must commit "
+                        "or abort it, or the broker aborts it after its transaction.timeout.ms",
+                        timeout_ms) from exc
+                time.sleep(self.retry_backoff_ms / 1000)
             except KafkaError as exc:
                 if not exc.retriable or self._now() >= deadline:
                     raise
@@ -873,7 +911,7 @@ class ConsumerCoordinator:
             err, self._committed_error = self._committed_error, None
             raise err
         subs = self.subscriptions
-        if self._committed_request is not None:
+        if self._committed_request is not None or now < self._committed_retry_at:
             return
         missing = subs.missing_positions()
         if not missing:
@@ -894,8 +932,12 @@ class ConsumerCoordinator:
                 if not exc.retriable:
                     self._committed_error = exc
                 else:
+                    # Back off: an open transaction (UNSTABLE_OFFSET_COMMIT) may take a while.
+                    self._committed_retry_at = response.received_ms + self.retry_backoff_ms
+                    self.committed_retry_reason = str(exc)
                     log.info("group %s: committed offsets: %s; retrying", self.group_id, exc)
                 return
+            self.committed_retry_reason = None
             for tp in parts:
                 if tp not in committed or not subs.is_assigned(tp):
                     continue
@@ -914,9 +956,9 @@ class ConsumerCoordinator:
         """Whether ``tp`` waits for its committed offset (so no offset reset yet)."""
         return True
 
-    def group_metadata(self) -> dict[str, Any]:
-        return {"group_id": self.group_id, "generation_id": self.generation,
-                "member_id": self.member_id, "group_instance_id": self.group_instance_id}
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return ConsumerGroupMetadata(self.group_id, self.generation, self.member_id,
+                                     self.group_instance_id)
 
     # -- close --------------------------------------------------------------------------------
 

@@ -277,6 +277,9 @@ class Fetcher:
         self.max_decompressed_bytes = config["samsa.decompressed.batch.max.bytes"]
         self.read_committed = config["isolation.level"] == "read_committed"
         self.isolation_level = 1 if self.read_committed else 0
+        # ListOffsets carries isolation_level from v2 (KIP-98): a read_committed consumer must
+        # not be answered the high watermark by an older version (ListOffsetsRequest.Builder).
+        self.list_offsets_min_version = 2 if self.read_committed else LIST_OFFSETS_MIN_VERSION
         self.request_timeout_ms = config["request.timeout.ms"]
         self.retry_backoff_ms = config["retry.backoff.ms"]
         self.client_rack = config["client.rack"]
@@ -485,7 +488,7 @@ class Fetcher:
             self._reset_in_flight.update(stamps)
             self.client.send(ClientRequest(
                 node, self._list_offsets_request(stamps), callback=self._on_reset_response,
-                created_ms=now, min_version=LIST_OFFSETS_MIN_VERSION,
+                created_ms=now, min_version=self.list_offsets_min_version,
                 max_version=LIST_OFFSETS_MAX_VERSION, context=stamps), now)
 
     def _list_offsets_request(self, stamps: dict[TopicPartition, int]) -> Any:
@@ -562,7 +565,7 @@ class Fetcher:
             for node, part in by_node.values():
                 try:
                     body = _send_and_wait(client, node, self._list_offsets_request(part),
-                                          deadline - clock())
+                                          deadline - clock(), self.list_offsets_min_version)
                 except KafkaConnectionError:
                     retry = True
                     continue
@@ -598,9 +601,9 @@ class Fetcher:
             client.poll(min(deadline - now, 100), now)
 
 
-def _send_and_wait(client: NetworkClient, node: Node, request: Any, timeout_ms: float) -> Any:
+def _send_and_wait(client: NetworkClient, node: Node, request: Any, timeout_ms: float,
+                   min_version: int) -> Any:
     from samsa.net import send_and_wait
 
-    return send_and_wait(client, node, request, max(timeout_ms, 1),
-                         min_version=LIST_OFFSETS_MIN_VERSION,
+    return send_and_wait(client, node, request, max(timeout_ms, 1), min_version=min_version,
                          max_version=LIST_OFFSETS_MAX_VERSION)

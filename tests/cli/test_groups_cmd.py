@@ -66,7 +66,7 @@ def test_list_describe_delete(broker: Broker) -> None:
         assert table[1][0] == "billing" and table[1][-3:] == ["range", "Stable", "1"]
         assert table[2] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                             "CONSUMER-ID", "HOST", "CLIENT-ID"]
-        member = consumer.group_metadata()["member_id"]
+        member = consumer.group_metadata().member_id
         assert table[3][:7] == ["billing", "orders", "0", "5", "5", "0", member]
         assert table[4][:7] == ["billing", "orders", "1", "2", "5", "3", member]
         assert table[3][-1] == table[4][-1] == "biller"

@@ -456,8 +456,8 @@ def test_membership_errors_lose_the_partitions_and_rejoin_as_a_new_member(tracke
         assert listener.revoked == []  # (close() revokes; a lost partition is not revoked)
     assert listener.lost == [[TP0, TP1]] * 2
     assert listener.assigned == [[TP0, TP1]] * 3
-    assert len({first["member_id"], second["member_id"], third["member_id"]}) == 3
-    assert first["generation_id"] < second["generation_id"] < third["generation_id"]
+    assert len({first.member_id, second.member_id, third.member_id}) == 3
+    assert first.generation_id < second.generation_id < third.generation_id
 
 
 def test_fenced_static_member_gets_the_error_instead_of_fencing_the_other_instance(
@@ -519,9 +519,9 @@ def test_group_member_recovers_from_coordinator_and_rebalance_errors(tracked: Mo
         tracked.push_request_errors(OFFSET_COMMIT, [REBALANCE_IN_PROGRESS])
         with pytest.raises(RebalanceInProgressError):
             c.commit({TP0: OffsetAndMetadata(2)})
-        poll_until(c, lambda: c.group_metadata()["generation_id"] > joined["generation_id"]
+        poll_until(c, lambda: c.group_metadata().generation_id > joined.generation_id
                    and len(c.assignment()) == 2)
-        assert c.group_metadata()["member_id"] == joined["member_id"]
+        assert c.group_metadata().member_id == joined.member_id
         assert listener.revoked == [[TP0, TP1]] and listener.lost == []
         c.commit({TP0: OffsetAndMetadata(2)})
 

@@ -102,3 +102,17 @@ def test_only_a_marker_left_moves_the_position_past_it() -> None:
                         read_committed=True, aborted=None)
     assert cf.take(10, None, None) == []
     assert cf.consumed and cf.next_offset == 10
+
+
+@pytest.mark.parametrize(("level", "isolation", "min_version"),
+                         [("read_committed", 1, 2), ("read_uncommitted", 0, 1)])
+def test_list_offsets_carries_the_isolation_level(level: str, isolation: int, min_version: int) -> None:
+    # end_offsets() / auto.offset.reset=latest of a read_committed consumer are the LSO: the
+    # broker answers it for isolation_level 1, a field ListOffsets has from v2 on
+    # (ListOffsetsRequest.Builder.forConsumer), so older versions are not used.
+    from samsa.consumer import KafkaConsumer
+
+    with KafkaConsumer({"bootstrap.servers": "127.0.0.1:9", "isolation.level": level}) as c:
+        request = c._fetcher._list_offsets_request({TP: -1})
+        assert request.isolation_level == isolation
+        assert c._fetcher.list_offsets_min_version == min_version
