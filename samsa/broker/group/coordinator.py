@@ -16,6 +16,8 @@ States Empty -> PreparingRebalance -> CompletingRebalance -> Stable (and Dead wh
 * Static members (group.instance.id) that come back with the same protocols get a new member id
   and their old assignment without a rebalance; the old id is fenced.
 * OffsetCommit validates generation and member, stores the commit, then answers.
+* TxnOffsetCommit stores offsets in a transactional batch; they stay pending (txn_offsets.py)
+  until the transaction coordinator has ``complete_transaction`` write the marker.
 
 Everything runs under one lock.  Responses are never sent under it: callbacks queue up in an
 outbox that is drained once the lock is released.  Timers (KeyedTimer) run their tasks on
@@ -25,7 +27,6 @@ their own thread, which takes the same lock.
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,22 +49,19 @@ from samsa.broker.group.offsets import (
     metadata_too_large,
 )
 from samsa.broker.group.records import (
-    GroupKey,
     GroupValue,
     MemberValue,
-    OffsetKey,
     OffsetValue,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
     group_key,
     group_value,
     offset_key,
     offset_value,
 )
+from samsa.broker.group.replay import Replay
 from samsa.broker.group.store import GroupStore
 from samsa.broker.group.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from samsa.broker.group.timer import KeyedTimer
+from samsa.broker.group.txn_offsets import PendingOffset, PendingTxnOffsets
 from samsa.broker.log import LogManager
 from samsa.errors import (
     CoordinatorNotAvailableError,
@@ -74,7 +72,9 @@ from samsa.errors import (
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidGroupIdError,
+    InvalidProducerEpochError,
     InvalidSessionTimeoutError,
+    InvalidTxnStateError,
     KafkaError,
     MemberIdRequiredError,
     NonEmptyGroupError,
@@ -83,7 +83,6 @@ from samsa.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from samsa.protocol import ProtocolDecodeError
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +168,7 @@ class GroupCoordinator:
         self._lock = threading.Lock()
         self._outbox: list[Callable[[], None]] = []
         self.groups: dict[str, ClassicGroup] = {}
+        self.pending_offsets = PendingTxnOffsets()
         self.timer = KeyedTimer()
         self._closed = False
         self._load()
@@ -683,33 +683,36 @@ class GroupCoordinator:
             member = group.members.get(member_id)  # (then its generation was checked)
             if member is not None:
                 self._schedule_heartbeat(group, member)  # a commit proves the member alive
-            limit = self.settings["offset.metadata.max.bytes"]
-            now = _now_ms()
-            errors: list[int] = []
-            accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
-            for c in commits:
-                if metadata_too_large(c.metadata, limit):
-                    errors.append(OffsetMetadataTooLargeError.code)
-                elif not self._partition_exists(c.topic, c.partition):
-                    errors.append(UnknownTopicOrPartitionError.code)
-                else:
-                    errors.append(NONE)
-                    accepted[(c.topic, c.partition)] = OffsetAndMetadata(
-                        c.offset, c.leader_epoch, c.metadata or "",
-                        now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms)
+            errors, accepted = self._accept_commits(commits, _now_ms())
             if not accepted:
                 return errors
             try:
-                self.store.append(group_id, [
-                    (offset_key(group_id, topic, partition),
-                     offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                              o.commit_timestamp_ms)))
-                    for (topic, partition), o in accepted.items()])
+                base = self.store.append(group_id, _offset_records(group_id, accepted))
             except KafkaError as exc:
                 log.warning("group %s: storing committed offsets failed: %s", group_id, exc)
                 return [STORE_ERROR if e == NONE else e for e in errors]
-            group.offsets.update(accepted)
+            for i, (tp, o) in enumerate(accepted.items()):
+                group.put_offset(tp, o, base + i)
             return errors
+
+    def _accept_commits(self, commits: Sequence[PartitionCommit], now: int
+                        ) -> tuple[list[int], dict[tuple[str, int], OffsetAndMetadata]]:
+        """(error per commit, the offsets to store): metadata too large and unknown partitions
+        are refused one by one."""
+        limit = self.settings["offset.metadata.max.bytes"]
+        errors: list[int] = []
+        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for c in commits:
+            if metadata_too_large(c.metadata, limit):
+                errors.append(OffsetMetadataTooLargeError.code)
+            elif not self._partition_exists(c.topic, c.partition):
+                errors.append(UnknownTopicOrPartitionError.code)
+            else:
+                errors.append(NONE)
+                accepted[(c.topic, c.partition)] = OffsetAndMetadata(
+                    c.offset, c.leader_epoch, c.metadata or "",
+                    now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms)
+        return errors, accepted
 
     def _validate_commit(self, group_id: str, generation_id: int, member_id: str,
                          group_instance_id: str | None, api_version: int) -> int:
@@ -738,13 +741,110 @@ class GroupCoordinator:
     def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None
                       ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
         """(group error, committed offset per partition -- None where nothing is committed).
-        ``partitions=None``: every partition the group has committed."""
+        ``partitions=None``: every partition the group has committed.  Offsets pending in an
+        open transaction are not seen."""
+        error, found, _ = self.fetch_offsets_and_pending(group_id, partitions)
+        return error, found
+
+    def fetch_offsets_and_pending(
+            self, group_id: str, partitions: Sequence[tuple[str, int]] | None
+    ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None], frozenset[tuple[str, int]]]:
+        """``fetch_offsets`` plus the partitions among them with an offset pending in an open
+        transaction (OffsetFetch's require_stable answers those UNSTABLE_OFFSET_COMMIT)."""
         with self._locked():
             group = self._group(group_id)
             offsets = group.offsets if group is not None else {}
+            pending = self.pending_offsets.pending_partitions(group_id)
             if partitions is None:
-                return NONE, dict(sorted(offsets.items()))
-            return NONE, {tp: offsets.get(tp) for tp in partitions}
+                found: dict[tuple[str, int], OffsetAndMetadata | None] = dict(
+                    sorted(offsets.items()))
+            else:
+                found = {tp: offsets.get(tp) for tp in partitions}
+            return NONE, found, pending & found.keys()
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        """The ``__consumer_offsets`` partition holding the group (AddOffsetsToTxn adds it to
+        the transaction; EndTxn's marker for it comes through ``complete_transaction``)."""
+        return self.store.partition_for(group_id)
+
+    def commit_transactional_offsets(
+            self, group_id: str, producer_id: int, producer_epoch: int, generation_id: int,
+            member_id: str, group_instance_id: str | None,
+            commits: Sequence[PartitionCommit]) -> list[int]:
+        """TxnOffsetCommit after the transaction was verified: one error code per commit, in
+        order.  The offsets are written in one transactional batch and stay pending until the
+        transaction's marker (Kafka's OffsetMetadataManager.commitTransactionalOffset)."""
+        with self._locked():
+            error = self._validate_txn_commit(group_id, generation_id, member_id,
+                                              group_instance_id)
+            if error:
+                return [error] * len(commits)
+            group = self.groups.get(group_id)
+            if group is None:  # generation < 0: a "simple" group, as for OffsetCommit
+                group = self.groups[group_id] = ClassicGroup(group_id)
+            errors, accepted = self._accept_commits(commits, _now_ms())
+            if not accepted:
+                return errors
+            try:
+                base = self.store.append(group_id, _offset_records(group_id, accepted),
+                                         producer_id=producer_id, producer_epoch=producer_epoch)
+            except (InvalidProducerEpochError, InvalidTxnStateError) as exc:
+                log.info("group %s: transactional offsets of producer %d refused: %s",
+                         group_id, producer_id, exc)
+                return [exc.code if e == NONE else e for e in errors]
+            except KafkaError as exc:
+                log.warning("group %s: storing transactional offsets failed: %s", group_id, exc)
+                return [STORE_ERROR if e == NONE else e for e in errors]
+            partition = self.store.partition_for(group_id)
+            for i, (tp, o) in enumerate(accepted.items()):
+                self.pending_offsets.add(partition, producer_id, group_id, tp,
+                                         PendingOffset(o, base + i))
+            return errors
+
+    def _validate_txn_commit(self, group_id: str, generation_id: int, member_id: str,
+                             group_instance_id: str | None) -> int:
+        """Kafka's ClassicGroup.validateOffsetCommit for a transactional commit: the group's
+        state is not enforced, and a commit without generation and member (TxnOffsetCommit
+        v0-2, or a producer not using group metadata) is accepted even by an active group."""
+        if not group_id:
+            return InvalidGroupIdError.code
+        group = self._group(group_id)
+        if group is None:
+            return NONE if generation_id < 0 else IllegalGenerationError.code
+        if generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return NONE
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            try:
+                group.validate_member(member_id, group_instance_id)
+            except KafkaError as exc:
+                return exc.code
+            if generation_id != group.generation_id:
+                return IllegalGenerationError.code
+        return NONE
+
+    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int) -> None:
+        """Write the transaction's COMMIT/ABORT marker into ``__consumer_offsets``-``partition``
+        and apply it: the producer's pending offsets there become committed (each unless a
+        plain commit was written after it) or are dropped.  Raises KafkaError if the marker
+        cannot be written (InvalidProducerEpochError, TransactionCoordinatorFencedError for a
+        stale marker); nothing changes then and the caller may retry."""
+        with self._locked():
+            self.store.append_marker(partition, producer_id, producer_epoch, commit,
+                                     coordinator_epoch)
+            taken = self.pending_offsets.take(partition, producer_id)
+            if not commit:
+                if taken:
+                    log.info("producer %d: aborted %d transactional offset(s)", producer_id,
+                             len(taken))
+                return
+            for (group_id, topic, part), pending in taken.items():
+                group = self.groups.get(group_id)
+                if group is None:  # (deleting a group drops its pending offsets first)
+                    group = self.groups[group_id] = ClassicGroup(group_id)
+                group.commit_pending((topic, part), pending)
 
     # -- admin ----------------------------------------------------------------------------------
 
@@ -780,13 +880,18 @@ class GroupCoordinator:
             return GroupIdNotFoundError.code
         if not group.is_in(GroupState.EMPTY):
             return NonEmptyGroupError.code
+        # Partitions with only a pending offset get a tombstone too (which drops it on replay),
+        # as Kafka's OffsetMetadataManager.deleteAllOffsets writes.
+        partitions = [*group.offsets, *(tp for tp in sorted(
+            self.pending_offsets.pending_partitions(group_id)) if tp not in group.offsets)]
         tombstones: list[tuple[bytes, bytes | None]] = [
-            (offset_key(group_id, topic, partition), None) for topic, partition in group.offsets]
+            (offset_key(group_id, topic, partition), None) for topic, partition in partitions]
         tombstones.append((group_key(group_id), None))
         try:
             self.store.append(group_id, tombstones)
         except KafkaError:
             return STORE_ERROR
+        self.pending_offsets.discard(group_id)
         group.transition_to(GroupState.DEAD)
         del self.groups[group_id]
         log.info("group %s deleted", group_id)
@@ -816,11 +921,13 @@ class GroupCoordinator:
                           for tp in partitions if topics is None or tp[0] in topics}
             else:
                 return NonEmptyGroupError.code, {}
-            removed = [tp for tp in dict.fromkeys(eligible) if tp in group.offsets]
+            pending = self.pending_offsets.pending_partitions(group_id)
+            removed = [tp for tp in dict.fromkeys(eligible)
+                       if tp in group.offsets or tp in pending]
             tombstones: list[tuple[bytes, bytes | None]] = [
                 (offset_key(group_id, topic, partition), None) for topic, partition in removed]
             drop_group = (group.is_in(GroupState.EMPTY) and not group.members
-                          and len(removed) == len(group.offsets))
+                          and set(removed) >= group.offsets.keys() | pending)
             if drop_group:
                 tombstones.append((group_key(group_id), None))
             if tombstones:
@@ -830,7 +937,8 @@ class GroupCoordinator:
                     log.warning("group %s: deleting offsets failed: %s", group_id, exc)
                     return STORE_ERROR, {}
             for tp in removed:
-                del group.offsets[tp]
+                group.remove_offset(tp)
+            self.pending_offsets.discard(group_id, removed)
             if drop_group:  # GroupMetadataManager.cleanupGroupMetadata
                 group.transition_to(GroupState.DEAD)
                 del self.groups[group_id]
@@ -853,44 +961,27 @@ class GroupCoordinator:
         self.store.append(group.group_id, [self._group_record(group)])
 
     def _load(self) -> None:
-        """Replay ``__consumer_offsets``: the last record per key wins, tombstones delete."""
-        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        metadata: dict[str, GroupValue] = {}
-        history = [0] * self.store.num_partitions
-        for partition, key_bytes, value_bytes in self.store.load():
-            history[partition] += 1
-            try:
-                key = decode_key(key_bytes)
-                if isinstance(key, OffsetKey):
-                    group_offsets = offsets.setdefault(key.group, {})
-                    tp = (key.topic, key.partition)
-                    if value_bytes is None:
-                        group_offsets.pop(tp, None)
-                    else:
-                        v = decode_offset_value(value_bytes)
-                        group_offsets[tp] = OffsetAndMetadata(v.offset, v.leader_epoch,
-                                                              v.metadata, v.commit_timestamp)
-                elif isinstance(key, GroupKey):
-                    if value_bytes is None:
-                        metadata.pop(key.group, None)
-                        offsets.pop(key.group, None)
-                    else:
-                        metadata[key.group] = decode_group_value(value_bytes)
-            except (ProtocolDecodeError, struct.error) as exc:  # skip it, keep the rest
-                log.warning("skipping an unreadable record in __consumer_offsets-%d: %s",
-                            partition, exc)
-        for group_id in sorted(set(offsets) | set(metadata)):
-            group = ClassicGroup(group_id)
-            group.offsets = offsets.get(group_id, {})
-            value = metadata.get(group_id)
+        """Replay ``__consumer_offsets`` (replay.py): committed offsets, group metadata, and
+        the offsets of transactions still open."""
+        replay = Replay(self.store.num_partitions)
+        for item in self.store.load():
+            replay.apply(item)
+        self.pending_offsets = replay.pending
+        pending_groups = replay.pending.groups()
+        for group_id in replay.group_ids():
+            group = replay.offsets.get(group_id) or ClassicGroup(group_id)
+            value = replay.metadata.get(group_id)
             if value is not None:
                 self._restore(group, value)
-            elif not group.offsets:
+            elif not group.offsets and group_id not in pending_groups:
                 continue
             self.groups[group_id] = group
         if self.groups:
             log.info("loaded %d group(s) from __consumer_offsets", len(self.groups))
-        self._compact(history)
+        if len(replay.pending):
+            log.info("%d transactional offset(s) pending in open transactions",
+                     len(replay.pending))
+        self._compact(replay.history)
 
     def _restore(self, group: ClassicGroup, value: GroupValue) -> None:
         group.protocol_type = value.protocol_type or None
@@ -922,6 +1013,9 @@ class GroupCoordinator:
                     OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms))))
         for partition, count in enumerate(history):
             kept = live.get(partition, [])
+            if self.pending_offsets.has_open(partition):
+                # The rewrite would delete an open transaction's records before its marker.
+                continue
             if count >= _COMPACT_MIN_RECORDS and count > _COMPACT_RATIO * len(kept):
                 log.info("__consumer_offsets-%d: rewriting %d records as %d", partition, count,
                          len(kept))
@@ -940,6 +1034,14 @@ class GroupCoordinator:
                                                            member.member_id))
                     self._complete_sync(member, SyncResult(CoordinatorNotAvailableError.code))
         self.timer.close()
+
+
+def _offset_records(group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata]
+                    ) -> list[tuple[bytes, bytes | None]]:
+    return [(offset_key(group_id, topic, partition),
+             offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
+                                      o.commit_timestamp_ms)))
+            for (topic, partition), o in offsets.items()]
 
 
 def _log_exists(logs: LogManager) -> Callable[[str, int], bool]:

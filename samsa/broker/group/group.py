@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samsa.broker.group.offsets import OffsetAndMetadata
+from samsa.broker.group.txn_offsets import PendingOffset
 from samsa.errors import FencedInstanceIdError, UnknownMemberIdError
 
 Protocols = list[tuple[str, bytes]]
@@ -137,6 +138,9 @@ class ClassicGroup:
         self.pending_sync: set[str] = set()
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # Where each committed offset's record is in __consumer_offsets: a transaction's offset
+        # replaces it only if written later (OffsetMetadataManager.replayEndTransactionMarker).
+        self.record_offsets: dict[tuple[str, int], int] = {}
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -153,6 +157,25 @@ class ClassicGroup:
 
     def can_rebalance(self) -> bool:
         return self.state in _VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
+
+    # -- committed offsets ----------------------------------------------------------------------
+
+    def put_offset(self, tp: tuple[str, int], offset: OffsetAndMetadata,
+                   record_offset: int) -> None:
+        self.offsets[tp] = offset
+        self.record_offsets[tp] = record_offset
+
+    def remove_offset(self, tp: tuple[str, int]) -> None:
+        self.offsets.pop(tp, None)
+        self.record_offsets.pop(tp, None)
+
+    def commit_pending(self, tp: tuple[str, int], pending: PendingOffset) -> bool:
+        """A transaction's offset becomes the committed one unless a record written after it
+        (a plain commit) already is; True if it did."""
+        if pending.record_offset <= self.record_offsets.get(tp, -1):
+            return False
+        self.put_offset(tp, pending.offset, pending.record_offset)
+        return True
 
     # -- members --------------------------------------------------------------------------------
 

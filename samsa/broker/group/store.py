@@ -6,6 +6,10 @@ answers its client: a commit of several partitions lands whole or not at all, an
 ``append`` returns it survives a crash of the process (the bytes are in the file; the
 topic's flush settings decide when they are fsynced, as for any topic).
 
+Transactional offset commits (TxnOffsetCommit) are batches carrying the producer id and epoch,
+pending until the transaction coordinator's COMMIT/ABORT marker, which ``append_marker`` writes;
+``load`` hands back records and markers in log order so that the replay can tell them apart.
+
 The topic is created on the first write (Kafka creates it on first use too), with
 ``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``.  Nothing compacts
 it in the background; instead ``rewrite`` replaces a partition's history by a snapshot of the
@@ -17,11 +21,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from samsa.broker.log import LogManager
-from samsa.errors import KafkaError, TopicAlreadyExistsError
+from samsa.broker.log import Log, LogManager
+from samsa.errors import CorruptRecordError, KafkaError, TopicAlreadyExistsError
 from samsa.records import RecordBatchBuilder, iter_batches
+from samsa.records.control import ControlRecordType
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +37,28 @@ _READ_CHUNK = 8 << 20
 _MAX_MESSAGE_BYTES = 100 << 20
 
 KeyValue = tuple[bytes, bytes | None]
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A record read back: ``producer_id`` >= 0 when a transaction wrote it."""
+
+    partition: int
+    offset: int
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMarker:
+    """A transaction's COMMIT/ABORT marker read back."""
+
+    partition: int
+    offset: int
+    producer_id: int
+    commit: bool
 
 
 def java_string_hash(text: str) -> int:
@@ -75,33 +103,56 @@ class GroupStore:
         except TopicAlreadyExistsError:
             pass
 
-    def append(self, group_id: str, records: Sequence[KeyValue]) -> None:
-        """Write ``records`` (key, value-or-None) as one batch; raises KafkaError on failure."""
+    def append(self, group_id: str, records: Sequence[KeyValue], *, producer_id: int = -1,
+               producer_epoch: int = -1) -> int:
+        """Write ``records`` (key, value-or-None) as one batch; returns the first record's
+        offset.  With a producer id the batch is the transaction's (pending until its
+        marker).  Raises KafkaError on failure (InvalidProducerEpochError for a fenced
+        producer)."""
         if not records:
-            return
+            return -1
         self._ensure_topic()
         partition = self.partition_for(group_id)
-        self._append(partition, records)
+        return self._append(partition, records, producer_id, producer_epoch)
 
-    def _append(self, partition: int, records: Sequence[KeyValue]) -> int:
-        builder = RecordBatchBuilder(batch_size_limit=1 << 62)
+    def _append(self, partition: int, records: Sequence[KeyValue], producer_id: int = -1,
+                producer_epoch: int = -1) -> int:
+        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
+        if producer_id >= 0:
+            builder = RecordBatchBuilder(
+                batch_size_limit=1 << 62, producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=_next_sequence(plog, producer_id, producer_epoch),
+                is_transactional=True)
+        else:
+            builder = RecordBatchBuilder(batch_size_limit=1 << 62)
         for key, value in records:
             builder.append(None, key, value)
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
         result = plog.append_as_leader(builder.build(), leader_epoch=0)
         if self.on_append is not None:
             self.on_append(GROUP_METADATA_TOPIC, partition)
         return result.base_offset
 
-    def load(self) -> Iterator[tuple[int, bytes, bytes | None]]:
-        """Every record (partition, key, value) from the log start to the end, in log order
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> int:
+        """Write a transaction's COMMIT/ABORT marker into the partition; returns its offset."""
+        self._ensure_topic()
+        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
+        result = plog.append_control_marker(
+            producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+            coordinator_epoch=coordinator_epoch, leader_epoch=0)
+        if self.on_append is not None:
+            self.on_append(GROUP_METADATA_TOPIC, partition)
+        return result.base_offset
+
+    def load(self) -> Iterator[StoredRecord | StoredMarker]:
+        """Every record and transaction marker from the log start to the end, in log order
         per partition."""
         if self.logs.topic(GROUP_METADATA_TOPIC) is None:
             return
         for partition in range(self.num_partitions):
             yield from self._read_partition(partition)
 
-    def _read_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
+    def _read_partition(self, partition: int) -> Iterator[StoredRecord | StoredMarker]:
         plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
         position = plog.log_start_offset
         end = plog.high_watermark
@@ -114,12 +165,19 @@ class GroupStore:
             advanced = position
             for batch in iter_batches(chunk):
                 if batch.is_control:
+                    marker = _marker_of(batch) if batch.base_offset >= position else None
+                    if marker is not None and batch.producer_id >= 0:
+                        yield StoredMarker(partition, batch.base_offset, batch.producer_id,
+                                           marker == ControlRecordType.COMMIT)
                     advanced = max(advanced, batch.next_offset)
                     continue
+                # Coordinator writes only: every transactional batch is a TxnOffsetCommit's.
+                producer_id = batch.producer_id if batch.is_transactional else -1
                 for record in batch:
                     if record.offset < position or record.key is None:
                         continue
-                    yield partition, record.key, record.value
+                    yield StoredRecord(partition, record.offset, producer_id, record.key,
+                                       record.value)
                 advanced = max(advanced, batch.next_offset)
             if advanced == position:
                 raise KafkaError(f"{GROUP_METADATA_TOPIC}-{partition}: no complete batch at "
@@ -134,3 +192,29 @@ class GroupStore:
         if records:
             self._append(partition, records)
         plog.delete_records_before(start)
+
+
+def _marker_of(batch: Any) -> int | None:
+    """The control type of a COMMIT/ABORT batch, None for anything else (or unreadable)."""
+    try:
+        marker = batch.control_marker()
+    except (CorruptRecordError, ValueError):
+        log.warning("skipping an unreadable control batch at offset %d", batch.base_offset)
+        return None
+    if marker is None or marker.type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+        return None
+    return int(marker.type)
+
+
+def _next_sequence(plog: Log, producer_id: int, producer_epoch: int) -> int:
+    """The base sequence of the coordinator's next batch for this producer.  Kafka's
+    coordinator writes its transactional batches with sequence 0 and its log checks no
+    sequence for them (AppendOrigin.COORDINATOR, ProducerAppendInfo); this log checks every
+    batch with a producer id as a client's, so the batches continue the producer's sequence
+    on the partition instead (the caller holds the coordinator's lock: nobody else writes
+    transactional batches here)."""
+    entry = plog.producer_state.producers.get(producer_id)
+    if entry is None or entry.epoch != producer_epoch:
+        return 0
+    last = entry.last_seq
+    return 0 if last < 0 or last == _INT32_MAX else last + 1

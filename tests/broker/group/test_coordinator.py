@@ -9,7 +9,7 @@ import pytest
 
 from samsa.broker.group import GroupState, PartitionCommit
 from samsa.broker.group import coordinator as coordinator_module
-from samsa.broker.group.store import GROUP_METADATA_TOPIC
+from samsa.broker.group.store import GROUP_METADATA_TOPIC, StoredRecord
 
 from .conftest import Harness, eventually, join_request, sync_request
 
@@ -486,9 +486,10 @@ def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
         # Only the live records are left, each key once: superseded values and deleted keys
         # (with their tombstones) are gone.
         keys: dict[int, list[bytes]] = {part: [] for part in range(3)}
-        for part, key, value in c.store.load():
-            assert value is not None, (part, key)
-            keys[part].append(key)
+        for item in c.store.load():
+            assert isinstance(item, StoredRecord), item
+            assert item.value is not None, item
+            keys[item.partition].append(item.key)
         for part in range(3):
             plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
             assert plog.log_start_offset == ends[part], part
