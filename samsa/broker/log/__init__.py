@@ -2,7 +2,8 @@
 
 Layers, bottom up:
 
-* ``OffsetIndex`` / ``TimeIndex`` (index.py): sparse ``.index`` / ``.timeindex`` files.
+* ``OffsetIndex`` / ``TimeIndex`` (index.py): sparse ``.index`` / ``.timeindex`` files;
+  ``TransactionIndex`` (txn_index.py): a segment's aborted transactions (``.txnindex``).
 * ``LogSegment`` (segment.py): ``<20-digit base offset>.log`` plus its indexes; append, read
   as a ``FileSlice``, recover (validate every batch, cut a torn/corrupt tail), roll checks.
 * ``Log`` (log.py): one topic-partition.  Thread-safe.
@@ -70,8 +71,9 @@ from samsa.broker.log.manager import (
     topic_id_from_str,
     topic_id_to_str,
 )
-from samsa.broker.log.producer_state import AbortedTxn, ProducerStateManager
+from samsa.broker.log.producer_state import ProducerStateManager
 from samsa.broker.log.segment import LogSegment
+from samsa.broker.log.txn_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "BROKER_DEFAULTS",
@@ -90,6 +92,7 @@ __all__ = [
     "TimeIndex",
     "TimestampAndOffset",
     "TopicInfo",
+    "TransactionIndex",
     "topic_id_from_str",
     "topic_id_to_str",
 ]

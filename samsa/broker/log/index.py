@@ -184,6 +184,12 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._keys[i], self._values[i]
 
+    def upper_bound_offset(self, position: int) -> int | None:
+        """Offset of the first entry at or after file ``position``, or None: an offset past
+        every batch that ends by ``position`` (OffsetIndex.fetchUpperBoundOffset)."""
+        i = bisect.bisect_left(self._values, position)
+        return self.base_offset + self._keys[i] if i < len(self._keys) else None
+
     @property
     def last_offset(self) -> int:
         """Offset of the last entry, or the base offset when empty."""

@@ -26,17 +26,15 @@ from samsa.broker.log.files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     is_segment_file_name,
     offset_from_filename,
 )
 from samsa.broker.log.handle_cache import HandleCache
-from samsa.broker.log.producer_state import (
-    AbortedTxn,
-    ProducerStateEntry,
-    ProducerStateManager,
-)
+from samsa.broker.log.producer_state import ProducerStateEntry, ProducerStateManager
 from samsa.broker.log.segment import LogSegment
 from samsa.broker.log.storage_errors import EPISODES, storage_error
+from samsa.broker.log.txn_index import AbortedTxn
 from samsa.broker.log.validator import (
     BatchPlace,
     RecordTimestampError,
@@ -133,7 +131,10 @@ class Log:
     (indexes sanity-checked and rebuilt if damaged); otherwise every segment from the one holding
     ``recovery_point`` on is validated batch by batch (size, CRC), cut at the first invalid
     byte, later segments deleted, indexes rebuilt.  Producer state is then loaded from the
-    newest snapshot and brought up to date by replaying the batches after it.
+    newest snapshot and brought up to date by replaying the batches after it; the replay also
+    rebuilds the transaction indexes of recovered segments, so it starts from a snapshot at or
+    below the first of them (Kafka's LogLoader.recoverSegment rebuilds the producer state up to
+    a segment before recovering it).
     """
 
     def __init__(
@@ -161,6 +162,7 @@ class Log:
         self.producer_state = ProducerStateManager(self.dir, config.producer_id_expiration_ms)
         self.segments: list[LogSegment] = []
         self.recovered_bytes_truncated = 0
+        self._txn_rebuild_from: int | None = None  # first segment whose .txnindex was emptied
         self._load_segments(recovery_point, log_start_offset, clean_shutdown, now)
         leo = self.segments[-1].next_offset
         self._log_end_offset = leo
@@ -185,7 +187,7 @@ class Log:
             name = path.name
             if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
                 path.unlink(missing_ok=True)
-            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and not path.with_name(
+            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)) and not path.with_name(
                 name.rsplit(".", 1)[0] + LOG_SUFFIX
             ).exists():
                 path.unlink(missing_ok=True)  # index left behind by an interrupted delete
@@ -200,8 +202,10 @@ class Log:
             next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
             needs_recovery = not clean and (next_base is None or next_base > recovery_point)
             if not needs_recovery:
-                segment.load_or_recover()
+                if segment.load_or_recover():
+                    self._txn_index_emptied(segment)
                 continue
+            self._txn_index_emptied(segment)
             truncated = segment.recover()
             self.recovered_bytes_truncated += truncated
             if truncated:
@@ -222,12 +226,22 @@ class Log:
             files=self._files,
         )
 
+    def _txn_index_emptied(self, segment: LogSegment) -> None:
+        if self._txn_rebuild_from is None:
+            self._txn_rebuild_from = segment.base_offset
+
     def _load_producer_state(self) -> None:
         state = self.producer_state
         leo = self._log_end_offset
-        if not state.load_latest_snapshot(leo):
+        # Replay at least the segments whose transaction index recovery emptied.
+        rebuild = self._txn_rebuild_from
+        upto = leo if rebuild is None else min(rebuild, leo)
+        if not state.load_latest_snapshot(upto, log_end=leo):
             state.map_end_offset = self._log_start_offset
         state.truncate_head(self._log_start_offset)
+        for txn in state.legacy_aborted:  # from a snapshot written before .txnindex files
+            self._index_aborted(txn)
+        state.legacy_aborted.clear()
         if state.map_end_offset < leo:
             self._replay_from(max(state.map_end_offset, self._log_start_offset))
         state.map_end_offset = leo
@@ -243,9 +257,25 @@ class Log:
                 if header.is_control and header.producer_id >= 0:
                     marker = self._read_control_marker(segment, batch.position, header)
                     if marker is not None:
-                        self.producer_state.replay(header, marker[0], marker[1])
+                        aborted = self.producer_state.replay(header, marker[0], marker[1])
+                        if aborted is not None:
+                            self._index_aborted(aborted, segment)
                         continue
                 self.producer_state.replay(header)
+
+    def _index_aborted(self, txn: AbortedTxn, segment: LogSegment | None = None) -> None:
+        """Add an aborted transaction to the index of the segment holding its marker, unless
+        that index already has it (a replay over segments whose index survived)."""
+        if segment is None:
+            i = bisect.bisect_right(self._bases(), txn.last_offset) - 1
+            if i < 0 or txn.last_offset >= self.segments[i].next_offset:
+                return  # its segment is gone (retention, DeleteRecords)
+            segment = self.segments[i]
+        if txn.last_offset > segment.txn_index.last_offset:
+            try:
+                segment.txn_index.append(txn)
+            except OSError as exc:
+                raise self._storage_failed("writing to", segment.txn_index.path, exc) from exc
 
     @staticmethod
     def _read_control_marker(
@@ -288,8 +318,22 @@ class Log:
             return self._last_stable_offset()
 
     def _last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction (at least the log start) if it is
+        below the high watermark, else the high watermark (UnifiedLog.lastStableOffset).  One
+        replica: the high watermark follows the log end, so no completed transaction is still
+        waiting to be replicated."""
         first = self.producer_state.first_unstable_offset()
-        return self._high_watermark if first is None else min(first, self._high_watermark)
+        hw = self._high_watermark
+        if first is None:
+            return hw
+        first = max(first, self._log_start_offset)
+        return min(first, hw)
+
+    def has_open_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has a transaction open on this partition (written data, no
+        marker yet)."""
+        with self._lock:
+            return producer_id in self.producer_state.ongoing
 
     @property
     def size_bytes(self) -> int:
@@ -320,8 +364,9 @@ class Log:
 
         ``timestamp_type_override`` forces CreateTime/LogAppendTime; by default the topic's
         ``message.timestamp.type`` decides.  Raises InvalidRecordError, CorruptRecordError,
-        MessageTooLargeError, UnsupportedCompressionTypeError, InvalidProducerEpochError or
-        OutOfOrderSequenceNumberError; nothing is written then.
+        MessageTooLargeError, UnsupportedCompressionTypeError, InvalidProducerEpochError,
+        OutOfOrderSequenceNumberError or InvalidTxnStateError (a non-transactional batch of a
+        producer whose transaction is open here); nothing is written then.
 
         A writable memoryview (the produce request's own buffer) is stamped in place (offsets,
         leader epoch) and written from there; anything else is copied first.  So a caller
@@ -351,7 +396,11 @@ class Log:
         leader_epoch: int,
         now_ms: int | None = None,
     ) -> AppendResult:
-        """Write a COMMIT/ABORT transaction marker (for the transaction coordinator)."""
+        """Write a COMMIT/ABORT transaction marker (for the transaction coordinator).  It ends
+        the producer's transaction open on this partition, if any; an abort is recorded in
+        the segment's ``.txnindex``.  Raises InvalidProducerEpochError for an epoch older
+        than the producer's, TransactionCoordinatorFencedError for a coordinator epoch older
+        than the last marker's; nothing is written then."""
         now = _now_ms() if now_ms is None else now_ms
         control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         buf = bytearray(
@@ -359,12 +408,14 @@ class Log:
         )
         with self._lock:
             self._check_open()
+            self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
             header = read_batch_header(buf, 0)
             result = self._append(buf, [(0, header)], leader_epoch, now, False, client=False)
-            self.producer_state.complete_txn(
-                producer_id, producer_epoch, commit, result.base_offset, coordinator_epoch,
-                self._high_watermark,
+            aborted = self.producer_state.complete_txn(
+                producer_id, producer_epoch, commit, result.base_offset, coordinator_epoch, now,
             )
+            if aborted is not None:
+                self._index_aborted(aborted, self.segments[-1])
             return result
 
     def _validate_client_batches(self, buf: bytearray | memoryview, log_append_time: bool,
@@ -541,7 +592,7 @@ class Log:
             old.on_become_inactive()
             self.producer_state.map_end_offset = self._log_end_offset
             self.producer_state.take_snapshot(sync=False)
-            self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP)
+            self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP, self._recovery_point)
             segment = self._new_segment(self._log_end_offset, now_ms)
         except OSError as exc:
             raise self._storage_failed("rolling to a new segment after", old.log_path,
@@ -589,15 +640,35 @@ class Log:
             committed = isolation == IsolationLevel.READ_COMMITTED
             max_offset = lso if committed else hw
             records: FileSlice | bytes = b""
+            found = None
             if fetch_offset < max_offset:
-                records = self._read_below(fetch_offset, max_offset, max_bytes, min_one_message) or b""
+                found = self._read_below(fetch_offset, max_offset, max_bytes, min_one_message)
+                if found is not None:
+                    records = found[1] or b""
             aborted = None
             if committed:
-                upper = fetch_offset + 1
-                if isinstance(records, FileSlice) and records.size:
-                    upper = max_offset
-                aborted = self.producer_state.aborted_transactions(fetch_offset, upper)
+                # A read at or past the LSO lists none (LocalLog.emptyFetchDataInfo).
+                aborted = [] if found is None else self._collect_aborted(fetch_offset, *found)
             return FetchData(records, hw, start, lso, aborted)
+
+    def _collect_aborted(self, fetch_offset: int, index: int, records: FileSlice) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed consumer needs for ``records``, read from
+        segment ``index``: as LocalLog.addAbortedTransactions, the range ends at an offset
+        known to lie past the bytes read (the offset index's first entry at or after their
+        end, else the next segment's base, else the log end), and the walk over the
+        segments' indexes stops at the first entry whose LSO reaches that bound."""
+        segment = self.segments[index]
+        upper = segment.offset_index.upper_bound_offset(records.position + records.size)
+        if upper is None:
+            nxt = index + 1
+            upper = self.segments[nxt].base_offset if nxt < len(self.segments) else self._log_end_offset
+        collected: list[AbortedTxn] = []
+        for later in self.segments[index:]:
+            found, complete = later.txn_index.collect(fetch_offset, upper)
+            collected.extend(found)
+            if complete:
+                break
+        return collected
 
     def _position_of(self, offset: int) -> tuple[int, int]:
         """(segment index, file position) where the batch starting at ``offset`` begins (or
@@ -614,7 +685,8 @@ class Log:
 
     def _read_below(
         self, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
-    ) -> FileSlice | None:
+    ) -> tuple[int, FileSlice] | None:
+        """(index of the segment read, its bytes from ``fetch_offset``), or None."""
         limit_index, limit_position = self._position_of(max_offset)
         i = max(bisect.bisect_right(self._bases(), fetch_offset) - 1, 0)
         while i <= limit_index:
@@ -622,7 +694,7 @@ class Log:
             max_position = limit_position if i == limit_index else None
             found = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
             if found is not None:
-                return found
+                return i, found
             i += 1
         return None
 
@@ -770,8 +842,8 @@ class Log:
         self._on_log_start_moved()
 
     def _on_log_start_moved(self) -> None:
-        """Forget leader epochs and aborted transactions wholly below the new log start
-        (producers stay until they expire, as in Kafka)."""
+        """Forget leader epochs and snapshots below the new log start (producers stay until
+        they expire, as in Kafka; aborted transactions go with their segments' indexes)."""
         start = self._log_start_offset
         self.producer_state.truncate_head(start)
         below = [(e, o) for e, o in self._epochs if o < start]
@@ -868,7 +940,7 @@ class Log:
                     # per empty partition made a clean shutdown of many slow
                     self.producer_state.map_end_offset = self._log_end_offset
                     self.producer_state.take_snapshot()
-                    self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP)
+                    self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP, self._log_end_offset)
                 for segment in self.segments:
                     segment.on_become_inactive()
                     segment.close()

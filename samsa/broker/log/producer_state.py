@@ -8,18 +8,21 @@ refused; a producer the partition does not know (new or expired) may start anywh
 are Kafka's rules (ProducerAppendInfo, ProducerStateEntry, UnifiedLog.append); Kafka no longer
 answers UNKNOWN_PRODUCER_ID for an unknown producer (KIP-360).  Transactional producers also
 have the first offset of their open transaction, which bounds the last stable offset (LSO);
-aborted transactions are remembered for read_committed fetches.
+a marker that aborts one yields the ``AbortedTxn`` the Log writes to the segment's
+``.txnindex`` (txn_index.py), where read_committed fetches find it.
 
 State survives restarts through ``<20-digit offset>.snapshot`` files (state of every batch
 below that offset) written at segment roll and clean shutdown; after a crash the Log reloads
 the newest snapshot at or below the recovered log end and replays the batches after it.
 
 Snapshot file (our own format; Kafka's stores only the last batch per producer):
-``int16 version (1) · uint32 CRC-32C of the rest · int32 producer count · producers ·
-int32 aborted count · aborted``; a producer is ``int64 id · int16 epoch · int32 coordinator
-epoch · int64 open-transaction first offset (-1) · int64 last timestamp · int8 n · n × (int32
-first seq · int32 last seq · int64 first offset · int64 last offset · int64 timestamp)``; an
-aborted transaction is ``int64 producer id · int64 first offset · int64 last offset · int64 LSO``.
+``int16 version (2) · uint32 CRC-32C of the rest · int32 producer count · producers``; a
+producer is ``int64 id · int16 epoch · int32 coordinator epoch · int64 open-transaction first
+offset (-1) · int64 last timestamp · int8 n · n × (int32 first seq · int32 last seq · int64
+first offset · int64 last offset · int64 timestamp)``.  Version 1 also listed the aborted
+transactions after the producers (``int32 count · count × (int64 producer id · int64 first
+offset · int64 last offset · int64 LSO)``), before they moved to the ``.txnindex`` files; it
+is still read, and its list handed to the Log (``legacy_aborted``) to fill those files.
 """
 
 from __future__ import annotations
@@ -39,10 +42,13 @@ from samsa.broker.log.files import (
     is_segment_file_name,
     offset_from_filename,
 )
+from samsa.broker.log.txn_index import AbortedTxn
 from samsa.errors import (
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     KafkaStorageError,
     OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
 from samsa.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 
@@ -56,7 +62,8 @@ __all__ = [
 
 BATCHES_TO_RETAIN = 5
 _INT32_MAX = 0x7FFFFFFF
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2
+_SNAPSHOT_VERSION_WITH_ABORTED = 1  # still read (see the module doc)
 _HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _PRODUCER = struct.Struct(">qhiqqb")
@@ -71,16 +78,6 @@ class BatchMetadata:
     first_offset: int
     last_offset: int
     timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
-    """An aborted transaction: its producer, first and last (marker) offset, and the LSO then."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
 
 
 @dataclass(slots=True)
@@ -147,7 +144,8 @@ class ProducerStateManager:
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
-        self.aborted: list[AbortedTxn] = []
+        # Aborted transactions read from a version 1 snapshot, for the Log to index.
+        self.legacy_aborted: list[AbortedTxn] = []
         self.map_end_offset = 0  # every batch below this offset is reflected in the state
 
     # -- validation on the append path ---------------------------------------------------------
@@ -156,9 +154,24 @@ class ProducerStateManager:
         self, header: BatchHeader, staged: dict[int, ProducerStateEntry]
     ) -> BatchMetadata | None:
         """Validate a client batch against the state (plus ``staged`` earlier batches of the
-        same request), as Kafka's ProducerAppendInfo.checkProducerEpoch / checkSequence.
-        Returns the original metadata if it is a duplicate; raises InvalidProducerEpochError
-        or OutOfOrderSequenceNumberError."""
+        same request), as Kafka's ProducerAppendInfo.checkProducerEpoch / checkSequence /
+        appendDataBatch.  Returns the original metadata if it is a duplicate; raises
+        InvalidProducerEpochError, OutOfOrderSequenceNumberError or InvalidTxnStateError."""
+        duplicate = self._check_sequence(header, staged)
+        if duplicate is None and not header.is_transactional:
+            pid = header.producer_id
+            entry = staged.get(pid) or self.producers.get(pid)
+            if entry is not None and entry.current_txn_first_offset >= 0:
+                raise InvalidTxnStateError(
+                    f"producer {pid} sent a non-transactional batch while its transaction "
+                    f"(from offset {entry.current_txn_first_offset}) is open on this "
+                    "partition; commit or abort the transaction first"
+                )
+        return duplicate
+
+    def _check_sequence(
+        self, header: BatchHeader, staged: dict[int, ProducerStateEntry]
+    ) -> BatchMetadata | None:
         pid = header.producer_id
         current = self.producers.get(pid)
         epoch = header.producer_epoch
@@ -239,11 +252,32 @@ class ProducerStateManager:
                 self.ongoing[pid] = entry.current_txn_first_offset
         self.map_end_offset = end_offset
 
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Validate a marker the coordinator is about to write, as Kafka's ProducerAppendInfo
+        .appendEndTxnMarker: an epoch older than the producer's is INVALID_PRODUCER_EPOCH, a
+        coordinator epoch older than the last marker's TRANSACTION_COORDINATOR_FENCED."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"transaction marker of producer {producer_id} has epoch {epoch}, older than "
+                f"its current epoch {entry.epoch}; the producer was fenced by a newer instance"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"transaction marker of producer {producer_id} comes from coordinator epoch "
+                f"{coordinator_epoch}, older than {entry.coordinator_epoch}; a newer "
+                "transaction coordinator has taken over"
+            )
+
     def complete_txn(
         self, producer_id: int, epoch: int, commit: bool, marker_offset: int, coordinator_epoch: int,
-        high_watermark: int,
-    ) -> None:
-        """Apply a transaction marker (COMMIT/ABORT control batch) written at ``marker_offset``."""
+        timestamp: int = -1,
+    ) -> AbortedTxn | None:
+        """Apply a transaction marker (COMMIT/ABORT control batch) written at ``marker_offset``.
+        Returns the aborted transaction to index when it aborts one open on this partition
+        (a marker with nothing open changes only the epochs, as in Kafka)."""
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = ProducerStateEntry(producer_id, epoch)
@@ -252,43 +286,47 @@ class ProducerStateManager:
             entry.epoch = epoch
             entry.batches.clear()
         entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
         self.ongoing.pop(producer_id, None)
-        if not commit and first >= 0:
-            lso = min([high_watermark, *self.ongoing.values()])
-            self.aborted.append(AbortedTxn(producer_id, first, marker_offset, lso))
         self.map_end_offset = max(self.map_end_offset, marker_offset + 1)
+        if commit or first < 0:
+            return None
+        # The LSO once this transaction is over: the first offset of the earliest transaction
+        # another producer still has open, else just past the marker
+        # (ProducerStateManager.lastStableOffset(CompletedTxn)).
+        lso = min(self.ongoing.values(), default=marker_offset + 1)
+        return AbortedTxn(producer_id, first, marker_offset, lso)
 
     # -- replay (recovery) ---------------------------------------------------------------------
 
-    def replay(self, header: BatchHeader, control_type: int | None = None, coordinator_epoch: int = -1) -> None:
-        """Re-apply a batch read back from the log (no validation)."""
+    def replay(
+        self, header: BatchHeader, control_type: int | None = None, coordinator_epoch: int = -1
+    ) -> AbortedTxn | None:
+        """Re-apply a batch read back from the log (no validation).  Returns the aborted
+        transaction an ABORT marker ends, as ``complete_txn``."""
         if header.next_offset <= self.map_end_offset:
-            return
+            return None
+        aborted = None
         if header.producer_id >= 0:
             if header.is_control and control_type is not None:
-                self.complete_txn(
+                aborted = self.complete_txn(
                     header.producer_id, header.producer_epoch, control_type == 1,
-                    header.base_offset, coordinator_epoch, header.base_offset,
+                    header.base_offset, coordinator_epoch, header.max_timestamp,
                 )
             elif not header.is_control:
                 staged: dict[int, ProducerStateEntry] = {}
                 self.stage(header, header.base_offset, header.max_timestamp, staged)
                 self.commit(staged, header.next_offset)
         self.map_end_offset = header.next_offset
+        return aborted
 
     # -- queries -------------------------------------------------------------------------------
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, or None."""
         return min(self.ongoing.values()) if self.ongoing else None
-
-    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [start_offset, end_offset)."""
-        return [
-            t for t in self.aborted if t.last_offset >= start_offset and t.first_offset < end_offset
-        ]
 
     # -- housekeeping --------------------------------------------------------------------------
 
@@ -304,11 +342,10 @@ class ProducerStateManager:
         return len(expired)
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """The log start moved (retention, DeleteRecords): drop what lies wholly below it.
+        """The log start moved (retention, DeleteRecords): drop the snapshots below it.
         Producers stay until they expire, as in Kafka (ProducerStateManager
         .onLogStartOffsetIncremented keeps them): a retry of a batch that retention or
         DeleteRecords removed is still a duplicate, not appended again."""
-        self.aborted = [t for t in self.aborted if t.last_offset >= log_start_offset]
         for path in self.snapshot_files():
             if offset_from_filename(path.name) < log_start_offset:
                 path.unlink(missing_ok=True)
@@ -316,7 +353,7 @@ class ProducerStateManager:
     def reset(self) -> None:
         self.producers.clear()
         self.ongoing.clear()
-        self.aborted.clear()
+        self.legacy_aborted.clear()
         self.map_end_offset = 0
 
     # -- snapshots -----------------------------------------------------------------------------
@@ -343,24 +380,23 @@ class ProducerStateManager:
                 _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
                 for b in e.batches
             )
-        parts.append(_COUNT.pack(len(self.aborted)))
-        parts.extend(
-            _ABORTED.pack(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
-            for t in self.aborted
-        )
         body = b"".join(parts)
         path = self.directory / (filename_prefix(self.map_end_offset) + SNAPSHOT_SUFFIX)
         atomic_write(path, _HEAD.pack(_SNAPSHOT_VERSION, crc32c(body)) + body, sync=sync)
         return path
 
-    def load_latest_snapshot(self, max_offset: int) -> bool:
-        """Load the newest readable snapshot at or below ``max_offset``; delete newer ones and any
-        unreadable ones.  Returns False (state empty) if none could be loaded."""
+    def load_latest_snapshot(self, max_offset: int, log_end: int | None = None) -> bool:
+        """Load the newest readable snapshot at or below ``max_offset``; delete any unreadable
+        ones and those past ``log_end`` (default ``max_offset``), which describe batches the
+        log no longer has.  Returns False (state empty) if none could be loaded."""
         self.reset()
+        end = max_offset if log_end is None else log_end
         for path in reversed(self.snapshot_files()):
             offset = offset_from_filename(path.name)
-            if offset > max_offset:
+            if offset > end:
                 path.unlink(missing_ok=True)
+                continue
+            if offset > max_offset:
                 continue
             try:
                 self._read_snapshot(path)
@@ -376,7 +412,8 @@ class ProducerStateManager:
         data = path.read_bytes()
         version, crc = _HEAD.unpack_from(data, 0)
         body = memoryview(data)[_HEAD.size :]
-        if version != _SNAPSHOT_VERSION or crc32c(body) != crc:
+        known = (_SNAPSHOT_VERSION, _SNAPSHOT_VERSION_WITH_ABORTED)
+        if version not in known or crc32c(body) != crc:
             raise KafkaStorageError(f"producer snapshot {path} is corrupt or of an unknown version")
         pos = 0
         (count,) = _COUNT.unpack_from(body, pos)
@@ -393,16 +430,24 @@ class ProducerStateManager:
             )
             if txn_first >= 0:
                 self.ongoing[pid] = txn_first
-        (count,) = _COUNT.unpack_from(body, pos)
-        pos += _COUNT.size
-        for _ in range(count):
-            self.aborted.append(AbortedTxn(*_ABORTED.unpack_from(body, pos)))
-            pos += _ABORTED.size
+        if version == _SNAPSHOT_VERSION_WITH_ABORTED:
+            (count,) = _COUNT.unpack_from(body, pos)
+            pos += _COUNT.size
+            for _ in range(count):
+                self.legacy_aborted.append(AbortedTxn(*_ABORTED.unpack_from(body, pos)))
+                pos += _ABORTED.size
         if pos != len(body):
             raise KafkaStorageError(f"producer snapshot {path} has {len(body) - pos} trailing bytes")
 
-    def retain_snapshots(self, keep: int = 2) -> None:
-        """Keep only the newest ``keep`` snapshots."""
+    def retain_snapshots(self, keep: int = 2, recovery_point: int | None = None) -> None:
+        """Keep only the newest ``keep`` snapshots, and the newest at or below
+        ``recovery_point``: after a crash the segments past the recovery point are replayed
+        from such a snapshot to rebuild their transaction indexes."""
         files = self.snapshot_files()
-        for path in files[:-keep] if keep else files:
+        doomed = files[:-keep] if keep else files
+        if recovery_point is not None:
+            below = [p for p in files if offset_from_filename(p.name) <= recovery_point]
+            if below:
+                doomed = [p for p in doomed if p != below[-1]]
+        for path in doomed:
             path.unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""LogSegment: one ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+"""LogSegment: one ``.log`` file of record batches plus its ``.index``, ``.timeindex`` and
+``.txnindex``.
 
 A segment is not thread-safe; its ``Log`` serialises appends, truncation and deletion.  Reads
 of bytes below a position the Log has published (the high watermark) are safe concurrently
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samsa.broker.log.file_slice import FileHandle, FileSlice
-from samsa.broker.log.files import segment_paths
+from samsa.broker.log.files import TXN_INDEX_SUFFIX, filename_prefix, segment_paths
 from samsa.broker.log.handle_cache import HandleCache, shared_cache
 from samsa.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from samsa.broker.log.txn_index import TransactionIndex
 from samsa.errors import CorruptRecordError
 from samsa.records import (
     LOG_OVERHEAD,
@@ -42,7 +44,7 @@ class BatchPosition:
 
 
 class LogSegment:
-    """Files ``<20-digit base offset>.log/.index/.timeindex`` in a partition directory.
+    """Files ``<20-digit base offset>.log/.index/.timeindex/.txnindex`` in a partition directory.
 
     The ``.log`` descriptor comes from ``files`` (a bounded cache shared by every segment of a
     broker) on each use, so an idle segment holds none; the index files are opened only to be
@@ -71,6 +73,9 @@ class LogSegment:
         self._indexes_missing = not (index_path.exists() and time_index_path.exists())
         self.offset_index = OffsetIndex(index_path, base_offset)
         self.time_index = TimeIndex(time_index_path, base_offset)
+        # Kept up to date by the Log, which knows the producer state (aborted transactions).
+        self.txn_index = TransactionIndex(
+            directory / (filename_prefix(base_offset) + TXN_INDEX_SUFFIX), base_offset)
         self.created_ms = now_ms
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = NO_TIMESTAMP
@@ -105,6 +110,7 @@ class LogSegment:
         if self._indexes_missing and self.size:
             raise CorruptIndexError(f"index files of {self.log_path} are missing")
         self.offset_index.sanity_check(self.size)
+        self.txn_index.sanity_check()
         start = self.offset_index.lookup(self.offset_index.last_offset)[1]
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
         self.next_offset = max(self.offset_index.last_offset, self.base_offset)
@@ -120,15 +126,24 @@ class LogSegment:
                 f"{self.log_path}: {self.size - end} bytes after the last whole batch at byte {end}"
             )
         self.time_index.sanity_check(self.next_offset)
+        if self.txn_index.last_offset >= self.next_offset:
+            raise CorruptIndexError(
+                f"transaction index {self.txn_index.path}: an entry ends at offset "
+                f"{self.txn_index.last_offset}, past the segment's end {self.next_offset}"
+            )
         self.flushed = True
 
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
         """Validate every batch (size, magic, CRC, increasing offsets), rebuild both indexes and
         cut the file at the first invalid byte.  ``on_batch`` sees each valid batch in order
         (producer state, leader epochs).  Returns the number of bytes truncated.
+
+        The transaction index is emptied (as Kafka's LogSegment.recover resets it): the Log
+        rebuilds it when it replays the segment into the producer state.
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = self.base_offset
@@ -226,6 +241,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         # Recompute the in-memory bookkeeping from what remains.
         self._bytes_since_last_index_entry = 0
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
@@ -248,7 +264,8 @@ class LogSegment:
         self.time_index.trim()
 
     def flush(self) -> None:
-        """fsync the log file and both indexes."""
+        """fsync the log file and the indexes."""
+        self.txn_index.flush()  # also written outside appends (rebuilt by a recovery)
         if self.flushed:
             return
         handle = self._handle()
@@ -387,6 +404,7 @@ class LogSegment:
         for delete()."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self._closed = True
         self._files.forget(self._path)
 
@@ -395,6 +413,7 @@ class LogSegment:
         undoing a create); slices in flight keep it until they are done, as for close()."""
         self.offset_index.abandon()
         self.time_index.abandon()
+        self.txn_index.abandon()
         self._closed = True
         self._files.forget(self._path)
 
@@ -402,6 +421,7 @@ class LogSegment:
         """Unlink the files.  Slices already handed out stay readable until dropped."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self._closed = True
         self._files.forget(self._path)
         self.log_path.unlink(missing_ok=True)

@@ -1095,7 +1095,7 @@ def test_read_uncommitted_reads_past_an_open_transaction(tmp_path: Path) -> None
     log.close()
 
 
-def test_an_empty_read_committed_lists_the_aborted_transactions_at_its_offset(tmp_path: Path) -> None:
+def test_a_read_committed_at_or_past_the_lso_lists_no_aborted_transaction(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     log.append_as_leader(build_batch(2, pid=1, epoch=0, seq=0, transactional=True), leader_epoch=0, now_ms=NOW)
     log.append_as_leader(build_batch(1), leader_epoch=0, now_ms=NOW)
@@ -1104,8 +1104,11 @@ def test_an_empty_read_committed_lists_the_aborted_transactions_at_its_offset(tm
                               leader_epoch=0, now_ms=NOW)
     assert log.last_stable_offset == 0  # producer 1's transaction is still open
     assert log.read(3, 10**6, isolation=IsolationLevel.READ_COMMITTED).records == b""
+    # Nothing is read at or past the LSO, so no list is needed (LocalLog.emptyFetchDataInfo).
+    assert _aborted(log, 3) == [] and _aborted(log, 0) == []
+    log.append_control_marker(producer_id=1, producer_epoch=0, commit=True, coordinator_epoch=0,
+                              leader_epoch=0, now_ms=NOW)
     assert _aborted(log, 3) == [(2, 3, 5)]  # producer 2's aborted transaction starts there
-    assert _aborted(log, 2) == []  # ... and not at offset 2
     log.close()
 
 

@@ -245,7 +245,7 @@ def test_transaction_state_is_rebuilt_from_markers_after_a_crash(tmp_path: Path)
         assert (_aborted(rebuilt), rebuilt.last_stable_offset,
                 rebuilt.producer_state.producers[0].coordinator_epoch) == expected
         assert produce(rebuilt, 0, pid=PID).duplicate  # replay went on after the markers
-        _marker(rebuilt, commit=True)
+        _marker(rebuilt, commit=True, coordinator_epoch=7)
         assert rebuilt.last_stable_offset == rebuilt.log_end_offset == 11
     finally:
         rebuilt.close()  # the snapshot of the rebuilt state must be writable
@@ -277,23 +277,14 @@ def test_marker_for_a_producer_the_partition_does_not_know(tmp_path: Path) -> No
     # the producer wrote nothing (or whose state expired): the marker creates the entry.
     state = ProducerStateManager(tmp_path)
     state.map_end_offset = 7
-    state.complete_txn(11, 3, False, 7, 5, 7)
-    assert state.producers[11] == ProducerStateEntry(11, 3, coordinator_epoch=5)
-    assert state.aborted == [] and state.ongoing == {}
+    # Nothing was open: nothing to index (ProducerAppendInfo.appendEndTxnMarker).
+    assert state.complete_txn(11, 3, False, 7, 5, timestamp=70) is None
+    assert state.producers[11] == ProducerStateEntry(11, 3, coordinator_epoch=5, last_timestamp=70)
+    assert state.ongoing == {}
     assert state.map_end_offset == 8  # the marker's offset + 1
-    state.complete_txn(11, 4, True, 9, 6, 9)  # a newer epoch: taken
-    assert state.producers[11] == ProducerStateEntry(11, 4, coordinator_epoch=6)
+    assert state.complete_txn(11, 4, True, 9, 6, timestamp=90) is None  # a newer epoch: taken
+    assert state.producers[11] == ProducerStateEntry(11, 4, coordinator_epoch=6, last_timestamp=90)
     assert state.map_end_offset == 10
-
-
-def test_aborted_transactions_overlapping_a_fetch_range(tmp_path: Path) -> None:
-    state = ProducerStateManager(tmp_path)
-    txn = AbortedTxn(1, 2, 4, 2)  # data at 2-3, marker at 4
-    state.aborted.append(txn)
-    assert state.aborted_transactions(4, 5) == [txn]  # range starts at the marker
-    assert state.aborted_transactions(5, 9) == []
-    assert state.aborted_transactions(0, 2) == []  # range ends where the transaction starts
-    assert state.aborted_transactions(0, 3) == [txn]
 
 
 def test_replay_skips_batches_below_the_map_end(tmp_path: Path) -> None:
@@ -310,8 +301,9 @@ def test_replay_skips_batches_below_the_map_end(tmp_path: Path) -> None:
 def test_replay_of_an_unreadable_marker_changes_no_transaction(tmp_path: Path) -> None:
     # Log._replay_from passes no control type when a marker's record cannot be read.
     state = ProducerStateManager(tmp_path)
-    state.replay(read_batch_header(build_control_batch(ControlRecordType.ABORT, PID, 0, 0, BASE_TS)))
-    assert (state.producers, state.aborted, state.map_end_offset) == ({}, [], 1)
+    header = read_batch_header(build_control_batch(ControlRecordType.ABORT, PID, 0, 0, BASE_TS))
+    assert state.replay(header) is None
+    assert (state.producers, state.ongoing, state.map_end_offset) == ({}, {}, 1)
 
 
 def test_replay_of_a_batch_without_sequence_takes_its_epoch(tmp_path: Path) -> None:
@@ -387,12 +379,12 @@ def test_snapshot_with_a_bad_checksum_or_an_unknown_version_is_not_loaded(tmp_pa
     # A flipped bit inside a field still parses; only the CRC tells the snapshot is damaged.
     path = _snapshot_at(tmp_path, 10)
     data = bytearray(path.read_bytes())
-    data[-8] ^= 0x01  # inside the producer's last timestamp (the aborted count follows)
+    data[-8] ^= 0x01  # inside the producer's last timestamp (its batch count follows)
     path.write_bytes(bytes(data))
     assert _load(tmp_path, 10) is None and not path.exists()
     # A version this broker does not know is refused even with a correct checksum.
     path = _snapshot_at(tmp_path, 10)
-    path.write_bytes((2).to_bytes(2, "big") + path.read_bytes()[2:])
+    path.write_bytes((3).to_bytes(2, "big") + path.read_bytes()[2:])
     assert _load(tmp_path, 10) is None and not path.exists()
 
 
@@ -419,19 +411,34 @@ def test_an_unreadable_snapshot_falls_back_to_the_one_before(tmp_path: Path) -> 
     assert state.producers[PID].last_timestamp == 10 and not damaged.exists()
 
 
-def test_snapshot_keeps_aborted_transactions_and_a_transaction_open_at_offset_zero(tmp_path: Path) -> None:
-    # read_committed fetches need the aborted transactions, and the LSO the open transaction,
-    # also when it began at the very first offset of the partition.
+def test_snapshot_keeps_a_transaction_open_at_offset_zero(tmp_path: Path) -> None:
+    # The LSO needs the open transaction, also when it began at the very first offset.
     state = ProducerStateManager(tmp_path)
     state.producers[0] = ProducerStateEntry(0, 0, current_txn_first_offset=0)
     state.ongoing[0] = 0
-    state.aborted = [AbortedTxn(7, 2, 4, 0), AbortedTxn(8, 5, 9, 0)]
     state.map_end_offset = 10
-    state.take_snapshot(sync=False)
+    path = state.take_snapshot(sync=False)
+    assert path.read_bytes()[:2] == b"\x00\x02"  # version 2: aborted transactions are in .txnindex
+    loaded = _load(tmp_path, 10)
+    assert loaded is not None and loaded.legacy_aborted == []
+    assert (loaded.ongoing, loaded.first_unstable_offset()) == ({0: 0}, 0)
+
+
+def test_a_version_1_snapshot_hands_its_aborted_transactions_over(tmp_path: Path) -> None:
+    # Version 1 kept the aborted transactions after the producers; they are still read, for
+    # the Log to write into the .txnindex files.
+    import struct
+
+    from crc32c import crc32c
+
+    producer = struct.pack(">qhiqqb", 0, 0, -1, 0, 77, 0)  # open transaction from offset 0
+    aborted = struct.pack(">qqqq", 7, 2, 4, 0) + struct.pack(">qqqq", 8, 5, 9, 0)
+    body = struct.pack(">i", 1) + producer + struct.pack(">i", 2) + aborted
+    (tmp_path / "00000000000000000010.snapshot").write_bytes(struct.pack(">hI", 1, crc32c(body)) + body)
     loaded = _load(tmp_path, 10)
     assert loaded is not None
-    assert loaded.aborted == state.aborted
-    assert (loaded.ongoing, loaded.first_unstable_offset()) == ({0: 0}, 0)
+    assert loaded.legacy_aborted == [AbortedTxn(7, 2, 4, 0), AbortedTxn(8, 5, 9, 0)]
+    assert (loaded.ongoing, loaded.producers[0].last_timestamp) == ({0: 0}, 77)
 
 
 def test_a_state_without_snapshot_replays_a_one_record_batch_at_offset_zero(tmp_path: Path) -> None:
@@ -457,18 +464,13 @@ def test_retain_snapshots_keeps_only_the_newest(tmp_path: Path) -> None:
 
 
 def test_truncate_head_keeps_what_reaches_the_new_log_start(tmp_path: Path) -> None:
-    # Kafka deletes snapshots below the log start (deleteSnapshotsBefore) and aborted
-    # transactions whose marker lies below it; a fetch from the log start still needs a
-    # transaction whose marker is the first offset left.
+    # Kafka deletes snapshots below the log start (deleteSnapshotsBefore).
     at_start, above = _snapshot_at(tmp_path, 10), _snapshot_at(tmp_path, 20)
     state = ProducerStateManager(tmp_path)
-    state.aborted = [AbortedTxn(1, 2, 10, 2), AbortedTxn(1, 11, 15, 11)]
     state.truncate_head(10)
     assert at_start.exists() and above.exists()
-    assert state.aborted == [AbortedTxn(1, 2, 10, 2), AbortedTxn(1, 11, 15, 11)]
     state.truncate_head(11)
     assert not at_start.exists() and above.exists()
-    assert state.aborted == [AbortedTxn(1, 11, 15, 11)]
 
 
 def test_files_not_named_like_snapshots_are_neither_loaded_nor_deleted(tmp_path: Path) -> None:
