@@ -62,9 +62,6 @@ class TransactionIndex:
         except FileNotFoundError:
             return
         whole = len(data) - len(data) % ABORTED_TXN_SIZE
-        if whole != len(data):
-            self.load_error = (f"size {len(data)} is not a multiple of the entry size "
-                               f"{ABORTED_TXN_SIZE} (a torn last entry)")
         last = -1
         for i, (version, pid, first, last_offset, lso) in enumerate(_ENTRY.iter_unpack(data[:whole])):
             if version != _VERSION:
@@ -78,6 +75,9 @@ class TransactionIndex:
                 break  # keep only what precedes the damage; never serve it
             self.entries.append(AbortedTxn(pid, first, last_offset, lso))
             last = last_offset
+        if whole != len(data) and not self.load_error:
+            self.load_error = (f"size {len(data)} is not a multiple of the entry size "
+                               f"{ABORTED_TXN_SIZE} (a torn last entry)")
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if loading found the file damaged."""
