@@ -20,6 +20,7 @@ from samsa.protocol.messages import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     end_txn,
     fetch,
@@ -31,6 +32,7 @@ from samsa.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -55,5 +57,6 @@ DECLARED = [
     alter_configs.API, describe_log_dirs.API, incremental_alter_configs.API, offset_delete.API,
     describe_user_scram_credentials.API, alter_user_scram_credentials.API,
     describe_producers.API, describe_topic_partitions.API,
+    describe_transactions.API, list_transactions.API,
     describe_acls.API, create_acls.API, delete_acls.API,
 ]
