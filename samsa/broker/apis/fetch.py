@@ -15,6 +15,9 @@
   (no thread waits): appends to its partitions retry it, and it is answered with whatever is
   there when ``max_wait_ms`` passes.
 * Records go out as the log's FileSlice: the codec splices it into the response for sendfile.
+* read_committed (v4+) reads stop at the last stable offset; the response lists the aborted
+  transactions of the range read (from the segments' ``.txnindex``), an empty list when nothing
+  was read, and null for read_uncommitted.  last_stable_offset is always filled.
 """
 
 from __future__ import annotations
