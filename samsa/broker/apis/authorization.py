@@ -53,6 +53,24 @@ def _offset_fetch(services: BrokerServices, ctx: RequestContext) -> int:
     return _GROUP
 
 
+def _txn_offset_commit(services: BrokerServices, ctx: RequestContext) -> int:
+    # WRITE on the transactional id first, then READ on the group (READ per topic in the
+    # handler), as KafkaApis.handleTxnOffsetCommitRequest.
+    if not services.authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                               ctx.body.transactional_id):
+        return TransactionalIdAuthorizationFailedError.code
+    return _group(AclOperation.READ)(services, ctx)
+
+
+def _add_partitions_to_txn(services: BrokerServices, ctx: RequestContext) -> int:
+    # v4+ come from brokers verifying a transaction: CLUSTER_ACTION (v0-3 are checked per
+    # transactional id and topic in the handler).
+    if ctx.api_version < 4 or services.authorized(ctx, AclOperation.CLUSTER_ACTION,
+                                                  ResourceType.CLUSTER):
+        return 0
+    return _CLUSTER
+
+
 def _init_producer_id(services: BrokerServices, ctx: RequestContext) -> int:
     transactional_id = ctx.body.transactional_id
     if transactional_id is not None:
@@ -78,7 +96,9 @@ REQUEST_CHECKS: Mapping[int, Check] = {int(key): check for key, check in {
     ApiKey.OFFSET_COMMIT: _group(AclOperation.READ),  # then READ per topic, in the handler
     ApiKey.OFFSET_FETCH: _offset_fetch,  # then DESCRIBE per topic, in the handler
     ApiKey.OFFSET_DELETE: _group(AclOperation.DELETE),  # then READ per topic
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
     ApiKey.DESCRIBE_LOG_DIRS: _cluster(AclOperation.DESCRIBE),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.DESCRIBE),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.ALTER),

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from samsa.protocol import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
     AlterConfigsResponse,
     AlterUserScramCredentialsResponse,
     ApiKey,
@@ -35,7 +37,9 @@ from samsa.protocol import (
     DescribeLogDirsResponse,
     DescribeProducersResponse,
     DescribeTopicPartitionsResponse,
+    DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse,
+    EndTxnResponse,
     FetchResponse,
     FindCoordinatorResponse,
     HeartbeatResponse,
@@ -45,6 +49,7 @@ from samsa.protocol import (
     LeaveGroupResponse,
     ListGroupsResponse,
     ListOffsetsResponse,
+    ListTransactionsResponse,
     MetadataResponse,
     OffsetCommitResponse,
     OffsetDeleteResponse,
@@ -54,6 +59,7 @@ from samsa.protocol import (
     SaslAuthenticateResponse,
     SaslHandshakeResponse,
     SyncGroupResponse,
+    TxnOffsetCommitResponse,
 )
 from samsa.protocol.schema import ZERO_UUID
 
@@ -118,6 +124,16 @@ def _metadata(req: Any, version: int, code: int) -> Any:
         R.MetadataResponseTopic(error_code=code, name=t.name or "", topic_id=t.topic_id,
                                 is_internal=False, partitions=[])
         for t in req.topics or []], error_code=code)
+
+
+def _txn_offset_commit(req: Any, version: int, code: int) -> Any:
+    R = TxnOffsetCommitResponse
+    return R(throttle_time_ms=0, topics=[
+        R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                               error_code=code)
+            for p in t.partitions])
+        for t in req.topics])
 
 
 def _offset_commit(req: Any, version: int, code: int) -> Any:
@@ -205,6 +221,27 @@ def _delete_records(req: Any, version: int, code: int) -> Any:
                                            error_code=code)
             for p in t.partitions])
         for t in req.topics])
+
+
+def _add_partitions_to_txn(req: Any, version: int, code: int) -> Any:
+    # AddPartitionsToTxnRequest.getErrorResponse: every partition (v0-3), else the top level.
+    R = AddPartitionsToTxnResponse
+    if version >= 4:
+        return R(throttle_time_ms=0, error_code=code, results_by_transaction=[])
+    return R(throttle_time_ms=0, results_by_topic_v3_and_below=[
+        R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            R.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code)
+            for p in t.partitions])
+        for t in req.v3_and_below_topics])
+
+
+def _describe_transactions(req: Any, version: int, code: int) -> Any:
+    R = DescribeTransactionsResponse
+    return R(throttle_time_ms=0, transaction_states=[
+        R.TransactionState(error_code=code, transactional_id=i, transaction_state="",
+                           transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                           producer_id=-1, producer_epoch=-1, topics=[])
+        for i in req.transactional_ids])
 
 
 def _init_producer_id(req: Any, version: int, code: int) -> Any:
@@ -311,6 +348,7 @@ _BUILDERS: dict[int, Builder] = {int(key): build for key, build in {
     ApiKey.LIST_OFFSETS: _list_offsets,
     ApiKey.METADATA: _metadata,
     ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.FIND_COORDINATOR: _find_coordinator,
     ApiKey.JOIN_GROUP: _join_group,
@@ -324,6 +362,13 @@ _BUILDERS: dict[int, Builder] = {int(key): build for key, build in {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _top_level(AddOffsetsToTxnResponse),
+    ApiKey.END_TXN: lambda req, version, code: EndTxnResponse(
+        throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1),
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: lambda req, version, code: ListTransactionsResponse(
+        throttle_time_ms=0, error_code=code, unknown_state_filters=[], transaction_states=[]),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.DESCRIBE_CONFIGS: _describe_configs,
     ApiKey.CREATE_PARTITIONS: _create_partitions,

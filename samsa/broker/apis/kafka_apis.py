@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from samsa.broker.apis.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from samsa.broker.apis.add_offsets_to_txn import handle_add_offsets_to_txn
+from samsa.broker.apis.add_partitions_to_txn import handle_add_partitions_to_txn
 from samsa.broker.apis.alter_configs import handle_alter_configs
 from samsa.broker.apis.api_versions import (
     handle_api_versions,
@@ -31,6 +33,8 @@ from samsa.broker.apis.describe_configs import handle_describe_configs
 from samsa.broker.apis.describe_log_dirs import handle_describe_log_dirs
 from samsa.broker.apis.describe_producers import handle_describe_producers
 from samsa.broker.apis.describe_topic_partitions import handle_describe_topic_partitions
+from samsa.broker.apis.describe_transactions import handle_describe_transactions
+from samsa.broker.apis.end_txn import handle_end_txn
 from samsa.broker.apis.error_codes import UNKNOWN_SERVER_ERROR, code_for
 from samsa.broker.apis.error_responses import error_response
 from samsa.broker.apis.fetch import handle_fetch
@@ -44,6 +48,7 @@ from samsa.broker.apis.incremental_alter_configs import handle_incremental_alter
 from samsa.broker.apis.init_producer_id import handle_init_producer_id
 from samsa.broker.apis.join_group import handle_join_group
 from samsa.broker.apis.list_offsets import handle_list_offsets
+from samsa.broker.apis.list_transactions import handle_list_transactions
 from samsa.broker.apis.metadata import handle_metadata
 from samsa.broker.apis.offset_commit import handle_offset_commit
 from samsa.broker.apis.offset_delete import handle_offset_delete
@@ -54,6 +59,7 @@ from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.sync_group import handle_sync_group
+from samsa.broker.apis.txn_offset_commit import handle_txn_offset_commit
 from samsa.broker.apis.user_scram_credentials import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
@@ -88,15 +94,21 @@ HANDLERS: Mapping[ApiKey, Handler] = {
     ApiKey.DELETE_RECORDS: handle_delete_records,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.CREATE_PARTITIONS: handle_create_partitions,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
     ApiKey.OFFSET_DELETE: handle_offset_delete,
     ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,

@@ -8,6 +8,11 @@ requested partition with offset -1, no metadata and UNSUPPORTED_VERSION
 v2+ ``topics=null`` asks for every partition the group committed; v8+ asks for several groups
 at once.  A partition with no commit answers offset -1 with no error (the client then applies
 auto.offset.reset).
+
+Offsets a transaction committed are pending until its marker and not seen; v7+
+``require_stable`` answers their partitions UNSTABLE_OFFSET_COMMIT (offset -1) instead of the
+last committed offset, so a read_committed consumer waits for the transaction's outcome
+(KIP-447, Kafka's OffsetMetadataManager.fetchOffsets).
 """
 
 from __future__ import annotations
@@ -17,24 +22,36 @@ from typing import Any
 from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.group import OffsetAndMetadata
-from samsa.errors import TopicAuthorizationFailedError, UnsupportedVersionError
+from samsa.errors import (
+    TopicAuthorizationFailedError,
+    UnstableOffsetCommitError,
+    UnsupportedVersionError,
+)
 from samsa.protocol import OffsetFetchResponse
 from samsa.security.acl import AclOperation
 
-PartitionOffsets = list[tuple[int, OffsetAndMetadata | None]]
+PartitionOffsets = list[tuple[int, OffsetAndMetadata | None, int]]
 
 
 def _lookup(services: BrokerServices, ctx: RequestContext, group_id: str,
-            topics: Any) -> tuple[int, list[tuple[str, PartitionOffsets, int]]]:
-    """(group error, [(topic, [(partition, committed or None)], topic error)]) in request
-    order.  Topics the principal may not DESCRIBE: named ones get TOPIC_AUTHORIZATION_FAILED,
-    and an all-partitions request leaves them out (Kafka's handleOffsetFetchRequest)."""
+            topics: Any, require_stable: bool = False
+            ) -> tuple[int, list[tuple[str, PartitionOffsets, int]]]:
+    """(group error, [(topic, [(partition, committed or None, partition error)], topic
+    error)]) in request order.  Topics the principal may not DESCRIBE: named ones get
+    TOPIC_AUTHORIZATION_FAILED, and an all-partitions request leaves them out (Kafka's
+    handleOffsetFetchRequest).  ``require_stable``: partitions with an offset pending in a
+    transaction get UNSTABLE_OFFSET_COMMIT."""
     wanted = None if topics is None else [
         (t.name, p) for t in topics for p in t.partition_indexes]
-    error, found = services.groups.fetch_offsets(group_id, wanted)
+    error, found, pending = services.groups.fetch_offsets_and_pending(group_id, wanted)
+    unstable = pending if require_stable else frozenset()
     by_topic: dict[str, PartitionOffsets] = {}
     for (topic, partition), committed in found.items():
-        by_topic.setdefault(topic, []).append((partition, committed))
+        if (topic, partition) in unstable:
+            by_topic.setdefault(topic, []).append(
+                (partition, None, UnstableOffsetCommitError.code))
+        else:
+            by_topic.setdefault(topic, []).append((partition, committed, 0))
     visible = services.authorized_topics(ctx, AclOperation.DESCRIBE, by_topic)
     denied = TopicAuthorizationFailedError.code
     return error, [(name, parts, 0 if name in visible else denied)
@@ -47,7 +64,7 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
     if version >= 8:
         groups = []
         for g in req.groups:
-            error, topics = _lookup(services, ctx, g.group_id, g.topics)
+            error, topics = _lookup(services, ctx, g.group_id, g.topics, req.require_stable)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=error, topics=[
                     OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
@@ -56,8 +73,8 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
                             committed_offset=c.offset if c and not code else -1,
                             committed_leader_epoch=c.leader_epoch if c and not code else -1,
                             metadata=c.metadata if c and not code else "",
-                            error_code=code)
-                        for p, c in parts])
+                            error_code=code or unstable)
+                        for p, c, unstable in parts])
                     for name, parts, code in topics]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     if version == 0:
@@ -69,7 +86,8 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
                 for p in t.partition_indexes])
             for t in req.topics or []])
     topics_requested = req.topics if version >= 2 else (req.topics or [])
-    error, topics = _lookup(services, ctx, req.group_id, topics_requested)
+    error, topics = _lookup(services, ctx, req.group_id, topics_requested,
+                            version >= 7 and req.require_stable)
     return OffsetFetchResponse(
         throttle_time_ms=0, error_code=error if version >= 2 else 0, topics=[
             OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
@@ -77,6 +95,7 @@ def handle_offset_fetch(services: BrokerServices, ctx: RequestContext) -> Offset
                     partition_index=p, committed_offset=c.offset if c and not code else -1,
                     committed_leader_epoch=(c.leader_epoch if c and not code else -1)
                     if version >= 5 else -1,
-                    metadata=c.metadata if c and not code else "", error_code=code)
-                for p, c in parts])
+                    metadata=c.metadata if c and not code else "",
+                    error_code=code or unstable)
+                for p, c, unstable in parts])
             for name, parts, code in topics])

@@ -41,9 +41,16 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    # Transactions (KIP-98): v4-5 of AddPartitionsToTxn are the brokers' verification (KIP-890
+    # part 1), EndTxn v5 the epoch bump per transaction (part 2).  No transaction.version
+    # feature is advertised, so Java clients stay on the classic flow (AddPartitionsToTxn).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),  # v5: the group's partition joins the transaction
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Admin calls (Kafka 3.9's ranges).
     ApiKey.ALTER_CONFIGS: (0, 2),
@@ -51,6 +58,8 @@ ADVERTISED: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),  # KIP-664
+    ApiKey.LIST_TRANSACTIONS: (0, 1),  # v1: duration filter (KIP-994)
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KIP-966
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # KIP-554
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (API key 28): request and response layouts, versions 0-4.
+"""TxnOffsetCommit (API key 28): request and response layouts, versions 0-5 (v5 = v4).
 
 Declared from Apache Kafka's message definitions (field names, types and versions are protocol
 facts); see samsa/protocol/schema.py for the form."""
@@ -8,7 +8,7 @@ from samsa.protocol.schema import Api, F
 API = Api(
     key=28,
     name='TxnOffsetCommit',
-    versions='0-4',
+    versions='0-5',
     flexible='3+',
     request=[
         F('transactional_id', 'string', '0+'),
