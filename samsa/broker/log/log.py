@@ -592,7 +592,11 @@ class Log:
             old.on_become_inactive()
             self.producer_state.map_end_offset = self._log_end_offset
             self.producer_state.take_snapshot(sync=False)
-            self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP, self._recovery_point)
+            # Keep one a crash's replay can start from: at or below the first segment that
+            # recovery re-validates (the one holding the recovery point).
+            bases = self._bases()
+            first_recovered = bases[max(bisect.bisect_right(bases, self._recovery_point) - 1, 0)]
+            self.producer_state.retain_snapshots(_SNAPSHOTS_TO_KEEP, first_recovered)
             segment = self._new_segment(self._log_end_offset, now_ms)
         except OSError as exc:
             raise self._storage_failed("rolling to a new segment after", old.log_path,

@@ -289,3 +289,21 @@ def test_an_open_transaction_keeps_its_producer_from_expiring(tmp_path: Path) ->
     assert log.remove_expired_producers(NOW + 10_000) == 1  # producer 2 only
     assert log.has_open_transaction(1) and log.last_stable_offset == 0
     log.close()
+
+
+def test_rolls_keep_a_snapshot_at_or_below_the_first_segment_recovery_replays(tmp_path: Path) -> None:
+    # After a crash the replay that rebuilds the .txnindex of re-validated segments starts at
+    # or below the segment holding the recovery point; without such a snapshot it would have
+    # to start at the log start.
+    log = _open(tmp_path / "t-0")
+    w = Writer(log)
+    w.plain()
+    log.roll(now_ms=NOW)  # snapshot at 1
+    w.plain()
+    log.flush()  # recovery point 2
+    for _ in range(3):
+        log.roll(now_ms=NOW)  # snapshots at 2, 3, 4
+        w.plain()
+    kept = sorted(int(p.name.split(".")[0]) for p in log.dir.glob("*.snapshot"))
+    assert kept == [2, 3, 4]  # the newest two, and the one the recovery point's segment needs
+    log.close()
