@@ -238,6 +238,13 @@ def _coordinator_settings(d: ConfigDef) -> None:
              "Largest transaction timeout a producer may ask for.")
     d.define("transactional.id.expiration.ms", Type.INT, 604_800_000, at_least(1),
              "Forget transactional ids idle this long.")
+    d.define("transaction.state.log.segment.bytes", Type.INT, 104_857_600, at_least(1),
+             "Segment size of __transaction_state.")
+    d.define("transaction.abort.timed.out.transaction.cleanup.interval.ms", Type.INT, 10_000,
+             at_least(1), "How often transactions older than their timeout are aborted.")
+    d.define("transaction.remove.expired.transaction.cleanup.interval.ms", Type.INT, 3_600_000,
+             at_least(1), "How often transactional ids idle past "
+             "transactional.id.expiration.ms are removed.")
     d.define("share.coordinator.state.topic.replication.factor", Type.INT, 1, at_least(1),
              "Accepted.")
     d.define("share.coordinator.state.topic.min.isr", Type.INT, 1, at_least(1), "Accepted.")

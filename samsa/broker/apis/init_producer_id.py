@@ -1,6 +1,7 @@
-"""InitProducerId (key 22), versions 0-5: producer ids for idempotent producers.
+"""InitProducerId (key 22), versions 0-5: producer ids for idempotent and transactional
+producers.
 
-As Kafka's ``TransactionCoordinator.handleInitProducerId``: without a transactional id every
+Without a transactional id, as Kafka's ``TransactionCoordinator.handleInitProducerId``: every
 request gets a FRESH producer id from ProducerIdManager (unique across restarts) with epoch 0,
 whatever producer_id/producer_epoch it carries.  The KIP-360 epoch bump (v3+ with the current
 id and epoch) belongs to the transactional path only, where the coordinator knows which id and
@@ -10,13 +11,13 @@ back with "the next epoch" would give two producers the same (id, epoch): client
 @platformatic/kafka send {producer_id: 0, producer_epoch: 0} on their first request, and the
 partitions would then take their first batches for retries of one another.
 
-As ``KafkaApis.handleInitProducerIdRequest``: an id without an epoch (or an epoch without an
-id) is INVALID_REQUEST.
+With a transactional id the transaction coordinator answers (samsa/broker/txn): the id's
+producer id with its next epoch, fencing an older producer of the same id (an open transaction
+of it is aborted and the caller told CONCURRENT_TRANSACTIONS, to retry).  WRITE on the
+transactional id is checked before (samsa/broker/apis/authorization.py).
 
-Transactions are not implemented yet: a transactional.id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (checked first, as Kafka authorises it first), which Java
-and librdkafka treat as fatal at once (a retriable error would leave them retrying until their
-timeout).
+As ``KafkaApis.handleInitProducerIdRequest``: an id without an epoch (or an epoch without an
+id) is INVALID_REQUEST; clients before v4 know INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from samsa.broker.apis.context import RequestContext
 from samsa.broker.apis.error_codes import code_for
 from samsa.broker.apis.services import BrokerServices
 from samsa.errors import (
+    InvalidProducerEpochError,
     InvalidRequestError,
     KafkaError,
-    TransactionalIdAuthorizationFailedError,
+    ProducerFencedError,
 )
 from samsa.protocol import InitProducerIdResponse
 
@@ -44,11 +46,20 @@ def _error(code: int) -> InitProducerIdResponse:
 def handle_init_producer_id(services: BrokerServices,
                             ctx: RequestContext) -> InitProducerIdResponse:
     req = ctx.body
-    if req.transactional_id is not None:
-        return _error(TransactionalIdAuthorizationFailedError.code)
     # v0-2 have no such fields: the codec gives their defaults (-1, -1).
     if (req.producer_id == NO_PRODUCER_ID) != (req.producer_epoch == NO_PRODUCER_EPOCH):
         return _error(InvalidRequestError.code)
+    if req.transactional_id is not None:
+        result = services.transactions.init_producer_id(
+            req.transactional_id, req.transaction_timeout_ms, req.producer_id,
+            req.producer_epoch)
+        if result.error == ProducerFencedError.code and ctx.api_version < 4:
+            return _error(InvalidProducerEpochError.code)
+        if result.error:
+            return _error(result.error)
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0,
+                                      producer_id=result.producer_id,
+                                      producer_epoch=result.producer_epoch)
     try:
         producer_id = services.producer_ids.generate()
     except KafkaError as exc:

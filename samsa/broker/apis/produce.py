@@ -6,12 +6,19 @@ On one node ``acks=-1`` is satisfied once the local append returns (the log appl
 policy, ``flush.messages``/``flush.ms``); ``acks=0`` gets no response at all, and the connection
 is closed if any partition failed so that the producer refreshes its metadata (as Kafka does).
 
-Transactions are not implemented yet: a transactional produce is refused with
-INVALID_TXN_STATE rather than appended without a coordinator to commit or abort it.
+Transactional batches need the request's transactional id (else, as Kafka,
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED).  Before a producer's first transactional batch on a
+partition (no transaction of it open there), the partition is verified with the transaction
+coordinator (KIP-890 part 1, Kafka's ReplicaManager.handleProduceAppend): a partition not in
+the transaction is refused with INVALID_TXN_STATE (Produce <= v10) or TRANSACTION_ABORTABLE
+(v11+), a fenced producer with INVALID_PRODUCER_EPOCH, a busy or unavailable coordinator with
+the retriable NOT_ENOUGH_REPLICAS; nothing of a refused partition is appended.  Produce v12
+(KIP-890 part 2 clients) adds the partition to the transaction instead.
 """
 
 from __future__ import annotations
 
+import struct
 import time
 
 from samsa.broker.apis.context import RequestContext
@@ -19,15 +26,24 @@ from samsa.broker.apis.error_codes import code_for, message_for
 from samsa.broker.apis.produce_response import success_frame
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_names import INTERNAL_TOPICS
-from samsa.broker.log import AppendResult
+from samsa.broker.log import AppendResult, Log
 from samsa.broker.log.up_conversion import up_convert
 from samsa.errors import (
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
     InvalidTxnStateError,
     KafkaError,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+    ProducerFencedError,
     TopicAuthorizationFailedError,
+    TransactionAbortableError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
 )
@@ -40,6 +56,7 @@ from samsa.records import (
 )
 from samsa.records.batch_header import (
     COMPRESSION_CODEC_MASK,
+    PRODUCER_ID_OFFSET,
     TRANSACTIONAL_FLAG_MASK,
     Compression,
     read_produce_check_fields,
@@ -50,6 +67,14 @@ from samsa.security.acl import AclOperation, ResourceType
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 RecordError = ProduceResponse.BatchIndexAndErrorMessage
+_PRODUCER = struct.Struct(">qh")  # ProducerId, ProducerEpoch
+# Produce versions from here on mean a KIP-890 part 2 client: its partitions join the
+# transaction with their first batch (Kafka infers the transaction version from the request).
+TV2_PRODUCE_VERSION = 12
+# Verification errors that tell a client to retry: Produce answers them NOT_ENOUGH_REPLICAS,
+# which every client retries without a metadata refresh (ReplicaManager.handleProduceAppend).
+_COORDINATOR_BUSY = frozenset({CoordinatorNotAvailableError.code, NotCoordinatorError.code,
+                               CoordinatorLoadInProgressError.code})
 
 
 def _failed(index: int, code: int, message: str | None,
@@ -61,21 +86,14 @@ def _failed(index: int, code: int, message: str | None,
                              error_message=message)
 
 
-def _precheck(records: bytes | memoryview, transactional: bool, version: int) -> None:
+def _precheck(records: bytes | memoryview, version: int) -> tuple[int, int] | None:
     """The request-level checks Kafka makes before the log validates the batch itself
-    (``ProduceRequest.validateRecords``).  Record timestamps are the log's to check."""
-    if transactional:
-        raise InvalidTxnStateError(
-            "transactions are not supported by this broker yet; use an idempotent producer "
-            "(enable.idempotence) without transactional.id"
-        )
+    (``ProduceRequest.validateRecords``); the (producer id, epoch) of a transactional batch,
+    else None.  Record timestamps are the log's to check."""
     if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] != MAGIC_V2:
-        return  # the log reports the precise problem (too short, wrong magic)
+        return None  # the log reports the precise problem (too short, wrong magic)
     # The few header fields needed here, without building a BatchHeader.
     batch_length, attributes = read_produce_check_fields(records)[:2]
-    if attributes & TRANSACTIONAL_FLAG_MASK:
-        raise InvalidTxnStateError("transactional batches need a transaction, and transactions "
-                                   "are not supported by this broker yet")
     if version < 7 and attributes & COMPRESSION_CODEC_MASK == Compression.ZSTD:
         # KIP-110: zstd needs Produce v7; Kafka answers the partition UNSUPPORTED_COMPRESSION_TYPE.
         raise UnsupportedCompressionTypeError(
@@ -83,6 +101,44 @@ def _precheck(records: bytes | memoryview, transactional: bool, version: int) ->
     if batch_length + LOG_OVERHEAD < len(records):
         raise InvalidRecordError("produce requests of version 3 and later must carry exactly "
                                  "one record batch per partition")
+    if attributes & TRANSACTIONAL_FLAG_MASK:
+        producer_id, epoch = _PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET)
+        return producer_id, epoch
+    return None
+
+
+def _verify(services: BrokerServices, topic: str, index: int, log: Log,
+            transactional_id: str | None, producer: tuple[int, int],
+            version: int) -> PartitionResponse | None:
+    """KIP-890's check of a transactional batch; the refused partition's response, or None
+    to append it."""
+    producer_id, epoch = producer
+    if transactional_id is None:
+        return _failed(index, TransactionalIdAuthorizationFailedError.code,
+                       "a transactional batch needs the produce request's transactional_id")
+    if log.has_open_transaction(producer_id):
+        return None  # verified with the transaction's first batch here
+    coordinator = services.transactions
+    if version >= TV2_PRODUCE_VERSION:
+        code = coordinator.add_partitions(transactional_id, producer_id, epoch, [(topic, index)],
+                                          client_tv2=True)
+    else:
+        code = coordinator.verify_partition(transactional_id, producer_id, epoch, topic, index)
+    if code == 0:
+        return None
+    message = (f"{topic}-{index} could not be verified to be in the transaction of "
+               f"transactional id {transactional_id!r} (error {code})")
+    if code == ProducerFencedError.code:
+        code = InvalidProducerEpochError.code
+    elif code == TransactionAbortableError.code and version <= 10:
+        code = InvalidTxnStateError.code
+    elif code in _COORDINATOR_BUSY or (code == ConcurrentTransactionsError.code
+                                       and version < TV2_PRODUCE_VERSION):
+        code = NotEnoughReplicasError.code
+    if code in (InvalidTxnStateError.code, TransactionAbortableError.code):
+        message = (f"{topic}-{index} was not added to the transaction of transactional id "
+                   f"{transactional_id!r}; send AddPartitionsToTxn before producing to it")
+    return _failed(index, code, message)
 
 
 def _topic_compression(services: BrokerServices, topic: str) -> str | None:
@@ -92,7 +148,7 @@ def _topic_compression(services: BrokerServices, topic: str) -> str | None:
 
 
 def _append(services: BrokerServices, topic: str, index: int,
-            records: bytes | memoryview | None, transactional: bool,
+            records: bytes | memoryview | None, transactional_id: str | None,
             now: int, version: int) -> AppendResult | PartitionResponse:
     """The append's result, or the failed partition's response."""
     if topic in INTERNAL_TOPICS:  # the coordinators write these, never a client
@@ -109,7 +165,12 @@ def _append(services: BrokerServices, topic: str, index: int,
             # (Its codec may be the topic's zstd: ProduceRequest.validateRecords checks v3+ only.)
             data = up_convert(data, log.config, now, _topic_compression(services, topic))
         else:
-            _precheck(data, transactional, version)
+            producer = _precheck(data, version)
+            if producer is not None:
+                refused = _verify(services, topic, index, log, transactional_id, producer,
+                                  version)
+                if refused is not None:
+                    return refused
         return log.append_as_leader(data, leader_epoch=services.leader_epoch(log), now_ms=now)
     except KafkaError as exc:
         return _failed(index, code_for(exc, f"produce to {topic}-{index}"), message_for(exc),
@@ -117,15 +178,25 @@ def _append(services: BrokerServices, topic: str, index: int,
 
 
 def append_partition(services: BrokerServices, topic: str, index: int,
-                     records: bytes | memoryview | None, transactional: bool,
+                     records: bytes | memoryview | None, transactional_id: str | None,
                      now: int, version: int) -> PartitionResponse:
-    result = _append(services, topic, index, records, transactional, now, version)
+    result = _append(services, topic, index, records, transactional_id, now, version)
     if isinstance(result, PartitionResponse):
         return result
     return PartitionResponse(index=index, error_code=0, base_offset=result.base_offset,
                              log_append_time_ms=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset, record_errors=[],
                              error_message=None)
+
+
+def _refuse_all(ctx: RequestContext, code: int) -> ProduceResponse | None:
+    if ctx.body.acks == 0:
+        ctx.close_connection("acks=0 produce refused; the client must refresh its metadata")
+        return None
+    return ProduceResponse(throttle_time_ms=0, responses=[
+        TopicResponse(name=t.name, partition_responses=[
+            _failed(d.index, code, None) for d in t.partition_data])
+        for t in ctx.body.topic_data])
 
 
 def produce_runs_inline(services: BrokerServices, ctx: RequestContext) -> bool:
@@ -142,7 +213,12 @@ def produce_runs_inline(services: BrokerServices, ctx: RequestContext) -> bool:
 def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResponse | None:
     req = ctx.body
     acks = req.acks
-    transactional = req.transactional_id is not None
+    transactional_id = req.transactional_id
+    if transactional_id is not None and services.authorizer is not None and \
+            not services.authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id):
+        # KafkaApis.handleProduceRequest: every partition refused.
+        return _refuse_all(ctx, TransactionalIdAuthorizationFailedError.code)
     now = time.time_ns() // 1_000_000
     topics = req.topic_data
     version = ctx.api_version
@@ -157,7 +233,7 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
             result: AppendResult | PartitionResponse = _failed(
                 data.index, TopicAuthorizationFailedError.code, None)
         else:
-            result = _append(services, name, data.index, data.records, transactional, now,
+            result = _append(services, name, data.index, data.records, transactional_id, now,
                              version)
         if not isinstance(result, PartitionResponse):
             services.fetch_purgatory.check_and_complete((name, data.index))
@@ -183,7 +259,7 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
                                    f"acks must be -1 (all), 0 or 1, not {acks}")
             else:
                 response = append_partition(services, topic.name, data.index, data.records,
-                                            transactional, now, version)
+                                            transactional_id, now, version)
             if response.error_code:
                 failed = True
             else:

@@ -18,6 +18,7 @@ from samsa.broker.log.config import resolve_broker_config
 from samsa.broker.purgatory import Purgatory
 from samsa.broker.request_channel import RequestContext
 from samsa.broker.scram_credentials import ScramCredentialStore
+from samsa.broker.txn import TransactionCoordinator
 from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from samsa.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -63,6 +64,11 @@ class BrokerServices:
         self.groups = GroupCoordinator(log_manager, self.config,
                                        on_append=lambda t, p: self.fetch_purgatory
                                        .check_and_complete((t, p)))
+        # Loads transactional ids from __transaction_state (completing PREPARE_* ones); its
+        # markers wake fetches parked on their partitions (read_committed waits for the LSO).
+        self.transactions = TransactionCoordinator(
+            log_manager, self.config, producer_ids, self.groups,
+            on_marker=lambda t, p: self.fetch_purgatory.check_and_complete((t, p)))
 
     # -- authorization (Kafka's AuthHelper) --------------------------------------------------------
 
@@ -131,5 +137,6 @@ class BrokerServices:
             return self.logs.topic(name)
 
     def close(self) -> None:
+        self.transactions.close()  # first: its marker thread may still write group markers
         self.groups.close()
         self.fetch_purgatory.close()

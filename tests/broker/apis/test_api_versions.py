@@ -34,6 +34,9 @@ KAFKA_3_9 = {0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9)
 # TxnOffsetCommit at Kafka 4.1's range (v5: the group's partition joins the transaction).
 EXPECTED.update({28: (0, 5)})
 KAFKA_3_9.update({28: (0, 4)})
+# The transaction coordinator's APIs at Kafka 4.1's ranges (EndTxn v5: KIP-890 part 2).
+EXPECTED.update({24: (0, 5), 25: (0, 4), 26: (0, 5), 65: (0, 0), 66: (0, 1)})
+KAFKA_3_9.update({24: (0, 5), 25: (0, 4), 26: (0, 4), 65: (0, 0), 66: (0, 1)})
 
 
 def test_every_version_kafka_3_9_serves_is_served() -> None:
@@ -124,8 +127,7 @@ def test_unserved_versions_are_logged_once_per_client_and_version(
 
 
 def test_unknown_api_key_closes_the_connection(client: Any) -> None:
-    from samsa.protocol import EndTxnRequest  # transactions are not served yet
+    from samsa.protocol import WriteTxnMarkersRequest  # not served: markers are local
 
-    ctx = client.send(EndTxnRequest(transactional_id="t", producer_id=1, producer_epoch=0,
-                                    committed=True), 1)
+    ctx = client.send(WriteTxnMarkersRequest(markers=[]), 1)
     assert ctx.outcome == "close"

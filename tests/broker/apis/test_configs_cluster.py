@@ -129,7 +129,11 @@ def test_producer_ids_survive_a_restart(log_manager: Any) -> None:
         second.close()
 
 
-def test_transactional_id_is_refused(client: Any) -> None:
-    response = client.call(InitProducerIdRequest(transactional_id="tx",
-                                                 transaction_timeout_ms=60000), 3)
-    assert response.error_code == 53
+def test_a_transactional_id_gets_its_producer_id_and_the_next_epoch(client: Any) -> None:
+    first = client.call(InitProducerIdRequest(transactional_id="tx",
+                                              transaction_timeout_ms=60000), 3)
+    again = client.call(InitProducerIdRequest(transactional_id="tx",
+                                              transaction_timeout_ms=60000), 3)
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (
+        0, first.producer_id, 1)

@@ -99,13 +99,13 @@ def test_timestamp_too_far_in_the_future(client: Any, log_manager: Any,
         .error_code == 32
 
 
-def test_transactional_produce_is_refused(client: Any, log_manager: Any,
-                                          make_batch: Any) -> None:
+def test_transactional_produce_of_an_unknown_transactional_id_is_refused(
+        client: Any, log_manager: Any, make_batch: Any) -> None:
     log_manager.create_topic("t", 1)
     txn_batch = make_batch(b"x", producer_id=1, producer_epoch=0, base_sequence=0,
                            transactional=True)
     response = only_partition(produce(client, "t", 0, txn_batch, transactional_id="tx"))
-    assert response.error_code == 48
+    assert response.error_code == 49  # INVALID_PRODUCER_ID_MAPPING, from the verification
     assert log_manager.get_log("t", 0).log_end_offset == 0
 
 

@@ -105,6 +105,8 @@ def _field_value(f: FieldSchema, struct_name: str, version: int, records: bytes)
         # A group per version: a v0 member (whose rebalance timeout is its session timeout)
         # would make every later version's seed wait for it to rejoin.
         return f"{GROUP}-v{version}"
+    if f.name == "transactional_id" and version not in f.nullable:
+        return "fuzz-txn"  # the transaction APIs (null only where a producer may omit it)
     if f.kind == "int8" and f.name == "mechanism":
         return _BY_NAME["mechanism_int8"]
     if f.name in _BY_NAME and f.kind != "array":
