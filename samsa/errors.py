@@ -122,6 +122,17 @@ class ProducerClosedError(IllegalStateError):
     message = "The producer is closed; create a new producer to send more records."
 
 
+class TransactionAbortedError(ClientError):
+    """A record of a transaction that was aborted before the record was sent (Java's
+    TransactionAbortedException): it was never written; send it again in a new transaction."""
+
+    name = "TRANSACTION_ABORTED"
+    message = (
+        "The transaction was aborted before this record was sent, so it was not written; "
+        "send it again in a new transaction."
+    )
+
+
 class SerializationError(ClientError):
     """A key, value or header could not be serialized or deserialized."""
 

@@ -139,6 +139,8 @@ class TransactionManagerView(Protocol):
 
     def add_in_flight_batch(self, batch: ProducerBatch) -> None: ...
 
+    def maybe_add_partition(self, tp: TopicPartition) -> None: ...
+
 
 class RecordAppendResult(NamedTuple):
     future: RecordFuture | None
@@ -354,6 +356,8 @@ class RecordAccumulator:
         self._adaptive = enable_adaptive_partitioning
         self._availability_timeout_ms = partition_availability_timeout_ms
         self._tm = transaction_manager
+        # Only a transactional producer's partitions join a transaction as batches open.
+        self._txn_tm = transaction_manager if transaction_manager is not None and transaction_manager.is_transactional() else None
         self._clock = clock
         self._estimator = CompressionRatioEstimator()
         self._topics: dict[str, _TopicInfo] = {}
@@ -694,6 +698,9 @@ class RecordAccumulator:
                     buffer = None  # owned by the batch now
                     dq.append(batch)
                     self._incomplete.add(batch)
+                    if self._txn_tm is not None:
+                        # A transaction's partition joins it before its first batch is drained.
+                        self._txn_tm.maybe_add_partition(batch.topic_partition)
                     if i < end:
                         batch.appends_closed = True
                     if sticky is not None:

@@ -12,7 +12,8 @@ names, string conversion and errors); read values as ``cfg["linger.ms"]`` or
   was set explicitly, otherwise it is raised to that sum.
 * the checks every client runs (:class:`samsa.net.client_config.ClientConfig`).
 * ``client.id`` defaults to ``producer-N``.
-* ``transactional.id`` is refused: transactions are not implemented yet.
+* ``transactional.id`` makes the producer transactional and implies idempotence: with
+  ``enable.idempotence=false``, or a setting idempotence cannot work with, it is a ConfigError.
 * key/value serializers, ``partitioner.class`` and ``interceptor.classes`` accept objects,
   classes or names (``"str"``, ``"json"``, Java class names, ``"package.module:Name"``).
 """
@@ -211,14 +212,16 @@ def _entries() -> list[ConfigEntry]:
             Type.STRING,
             None,
             NonEmptyString(),
-            "Transactions are not implemented yet.",
+            "Makes the producer transactional (init_transactions, begin/commit/abort_transaction); "
+            "unique per producer instance, kept across restarts to fence a zombie.",
         ),
         E(
             "transaction.timeout.ms",
             Type.INT,
             60000,
-            None,
-            "Transaction timeout (for future transactions).",
+            at_least(1),
+            "How long the coordinator lets a transaction stay open before aborting it "
+            "(at most the broker's transaction.max.timeout.ms).",
         ),
     ]
 
@@ -234,11 +237,12 @@ class ProducerConfig(ClientConfig):
     DEFINITION = PRODUCER_CONFIG
 
     def _post_process_client(self) -> None:
-        if self["transactional.id"] is not None:
+        if self["transactional.id"] is not None and self.is_set("enable.idempotence") and not self[
+                "enable.idempotence"]:
             raise ConfigError(
-                "transactional.id",
-                "transactions are not implemented yet in Samsa; remove transactional.id "
-                "(the idempotent producer, on by default, still writes each record exactly once per partition)",
+                "enable.idempotence",
+                "a transactional producer (transactional.id is set) needs idempotence; remove "
+                "enable.idempotence=false or the transactional.id",
             )
         self._set("acks", -1 if self["acks"] == "all" else int(self["acks"]))
         self._idempotence()
@@ -247,7 +251,9 @@ class ProducerConfig(ClientConfig):
         self._delivery_timeout()
 
     def _idempotence(self) -> None:
-        explicit = self.is_set("enable.idempotence")
+        # transactional.id asks for idempotence as explicitly as enable.idempotence=true (Java's
+        # ProducerConfig: "Cannot set a transactional.id without also enabling idempotence").
+        explicit = self.is_set("enable.idempotence") or self["transactional.id"] is not None
         if self["enable.idempotence"]:
             conflicts = []
             if self["retries"] == 0:
@@ -268,9 +274,11 @@ class ProducerConfig(ClientConfig):
             if conflicts:
                 if explicit:
                     setting, problem = conflicts[0]
+                    why = ("transactional.id was set (transactions need idempotence)"
+                           if self["transactional.id"] is not None else "enable.idempotence=true was set")
                     raise ConfigError(
                         setting,
-                        f"enable.idempotence=true was set, and the idempotent producer needs: {problem}; "
+                        f"{why}, and the idempotent producer needs: {problem}; "
                         "change it or set enable.idempotence=false",
                     )
                 log.info(

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Self
 from samsa.errors import (
     ConfigError,
     ForkedClientError,
+    IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
@@ -36,7 +37,7 @@ from samsa.errors import (
 )
 from samsa.net.client import NetworkClient
 from samsa.net.clock import SYSTEM_CLOCK, Time
-from samsa.net.cluster import ClusterView
+from samsa.net.cluster import ClusterView, TopicPartition
 from samsa.net.metadata import Metadata
 from samsa.producer.accumulator import RecordAccumulator
 from samsa.producer.batch import estimate_size_upper_bound
@@ -48,6 +49,7 @@ from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for
 from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
 from samsa.producer.transaction_manager import TransactionManager
+from samsa.producer.txn_state import TransactionalRequestResult
 
 __all__ = ["KafkaProducer", "ProducerRecord", "RecordMetadata"]
 
@@ -152,8 +154,11 @@ class KafkaProducer:
         self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
         self._has_interceptors = bool(self._interceptors)
         self._metrics = ProducerMetrics(clock)
+        self._transactional_id: str | None = cfg["transactional.id"]
         self._transaction_manager = (
-            TransactionManager(cfg["transaction.timeout.ms"]) if cfg["enable.idempotence"] else None
+            TransactionManager(cfg["transaction.timeout.ms"], self._transactional_id,
+                               cfg["retry.backoff.ms"], clock)
+            if cfg["enable.idempotence"] else None
         )
         self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager, clock)
         self._metadata, self._client = _network(cfg, clock)
@@ -211,6 +216,8 @@ class KafkaProducer:
             raise ProducerClosedError("send() was called after close(); create a new producer")
         if self._sender.fatal_error is not None:
             raise self._failed_fatally()
+        if self._transactional_id is not None:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         if self._has_interceptors:
             interceptors = self._interceptors
             record = interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
@@ -316,6 +323,8 @@ class KafkaProducer:
             raise ProducerClosedError("send_many() was called after close(); create a new producer")
         if self._sender.fatal_error is not None:
             raise self._failed_fatally()
+        if self._transactional_id is not None:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         n = len(values)
         for name, column in (("keys", keys), ("partitions", partitions), ("timestamps_ms", timestamps_ms),
                              ("headers", headers)):
@@ -504,6 +513,77 @@ class KafkaProducer:
                 left = max(0.0, deadline - monotonic()) * 1000.0
                 return view, left
 
+    # --- transactions (KIP-98) --------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and epoch from its transaction coordinator,
+        fencing any older producer with the same id and completing its open transaction.  Call
+        once, before the first begin_transaction().  ``timeout`` in seconds (default
+        max.block.ms); a timed-out call may be repeated and resumes."""
+        tm = self._transactions("init_transactions")
+        result = tm.initialize_transactions()
+        self._await_transactional(result, "init_transactions", timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit_transaction() or
+        abort_transaction() are written together or not at all."""
+        self._transactions("begin_transaction").begin_transaction()
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[Any, Any], group_metadata: Any, timeout: float | None = None
+    ) -> None:
+        """Commit the consumer offsets ``offsets`` (TopicPartition -> OffsetAndMetadata or an
+        int offset: the next record to read) for the consumer group as part of the transaction:
+        they become visible only if it commits.  ``group_metadata`` is the consumer's
+        ``group_metadata()`` (KIP-447: the coordinator then fences a zombie consumer) or a bare
+        group id."""
+        tm = self._transactions("send_offsets_to_transaction")
+        group = _group_metadata(group_metadata)
+        normalized = _normalize_offsets(offsets)
+        if not normalized:
+            return
+        result = tm.send_offsets_to_transaction(normalized, group)
+        self._await_transactional(result, "send_offsets_to_transaction", timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush every record of the transaction, then commit it.  Raises the error of a
+        record or request that failed (the transaction must then be aborted, or, for
+        ProducerFencedError, the producer closed).  A timed-out call may be repeated and
+        resumes."""
+        tm = self._transactions("commit_transaction")
+        result = tm.begin_commit()
+        self._await_transactional(result, "commit_transaction", timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not yet sent fail with TransactionAbortedError and
+        none of its records or offsets become visible to read_committed consumers.  The way
+        out of an abortable error; a timed-out call may be repeated and resumes."""
+        tm = self._transactions("abort_transaction")
+        result = tm.begin_abort()
+        self._await_transactional(result, "abort_transaction", timeout)
+
+    def _transactions(self, operation: str) -> TransactionManager:
+        if self._fork_generation != _fork_generation:
+            raise ForkedClientError()
+        tm = self._transaction_manager
+        if self._transactional_id is None or tm is None:
+            raise IllegalStateError(
+                f"{operation}() needs a transactional producer; set transactional.id in its config")
+        if self._closed:
+            raise ProducerClosedError(f"{operation}() was called after close(); create a new producer")
+        return tm
+
+    def _await_transactional(self, result: TransactionalRequestResult, operation: str,
+                             timeout: float | None) -> None:
+        self._sender.wakeup()
+        tm = self._transaction_manager
+        assert tm is not None
+        timeout_s = self._max_block_ms / 1000.0 if timeout is None else max(0.0, timeout)
+        result.wait(timeout_s, lambda: tm.waiting_for(operation, self._describe_node))
+
+    def _describe_node(self, node: Any) -> str:
+        return f"node {node.id} ({node.host}:{node.port})"
+
     # --- flush, close, info -----------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> None:
@@ -650,3 +730,47 @@ def _network(cfg: ProducerConfig, clock: Time) -> tuple[Metadata, NetworkClient]
     )
     client = NetworkClient.from_config(cfg, metadata, clock=clock.monotonic_ms)
     return metadata, client
+
+
+class _GroupMetadata(NamedTuple):
+    """What TxnOffsetCommit needs of a consumer's ConsumerGroupMetadata (KIP-447)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+def _group_metadata(value: Any) -> _GroupMetadata:
+    """A ConsumerGroupMetadata (or anything with its attributes) or a bare group id; a bare
+    id means generation -1 and no member, as Java's ConsumerGroupMetadata(groupId)."""
+    if isinstance(value, str):
+        group = _GroupMetadata(value)
+    elif hasattr(value, "group_id"):
+        group = _GroupMetadata(value.group_id, getattr(value, "generation_id", -1),
+                               getattr(value, "member_id", "") or "", getattr(value, "group_instance_id", None))
+    else:
+        raise TypeError(
+            f"group_metadata must be the consumer's group_metadata() or a group id, not {value!r}")
+    if not group.group_id:
+        raise ValueError("group_metadata has an empty group id; pass the consumer's group_metadata()")
+    return group
+
+
+def _normalize_offsets(offsets: Mapping[Any, Any]) -> dict[TopicPartition, tuple[int, str | None, int]]:
+    """TopicPartition -> (offset, metadata, leader epoch or -1) from OffsetAndMetadata or int."""
+    out: dict[TopicPartition, tuple[int, str | None, int]] = {}
+    for tp, value in offsets.items():
+        key = TopicPartition(tp[0], tp[1]) if not hasattr(tp, "topic") else TopicPartition(tp.topic, tp.partition)
+        if isinstance(value, int):
+            offset, metadata, epoch = value, "", None
+        elif hasattr(value, "offset"):
+            offset = value.offset
+            metadata = getattr(value, "metadata", "")
+            epoch = getattr(value, "leader_epoch", None)
+        else:
+            raise TypeError(f"the offset for {key} must be an OffsetAndMetadata or an int, not {value!r}")
+        if offset < 0:
+            raise ValueError(f"the offset for {key} is negative ({offset}); give the next offset to read")
+        out[key] = (int(offset), metadata, -1 if epoch is None else int(epoch))
+    return out

@@ -45,6 +45,7 @@ from samsa.errors import (
     NetworkError,
     ProducerClosedError,
     RequestTimedOutError,
+    TransactionAbortedError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
     for_code,
@@ -55,6 +56,7 @@ from samsa.net.request import ClientRequest
 from samsa.producer.batch import ProducerBatch, TopicPartition
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.transaction_manager import TransactionManager
+from samsa.producer.txn_requests import CoordinatorType
 from samsa.protocol import ProduceRequest
 from samsa.protocol.api_keys import ApiKey
 
@@ -63,6 +65,9 @@ __all__ = ["Sender"]
 log = logging.getLogger(__name__)
 
 MAX_PRODUCE_VERSION = 12  # 13+ addresses topics by id only
+# Produce v12 adds a transaction's partitions implicitly (KIP-890's transaction version 2, which
+# a broker infers from the version); the classic flow adds them with AddPartitionsToTxn.
+MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
 MIN_PRODUCE_VERSION = 3  # v2 record batches
 # v5 only adds TRANSACTION_ABORTABLE (KIP-890, InitProducerIdRequest.json), for transactions.
 INIT_PRODUCER_ID_MAX_VERSION = 4
@@ -116,6 +121,10 @@ class Sender(threading.Thread):
         self._view: ClusterView | None = None
         self.fatal_error: BaseException | None = None
         self._authentication_failures_seen = 0
+        self._transactional = transaction_manager is not None and transaction_manager.is_transactional()
+        self._transactional_id = transaction_manager.transactional_id if transaction_manager is not None else None
+        self._txn_retry_at_ms = 0
+        self._max_produce_version = MAX_TRANSACTIONAL_PRODUCE_VERSION if self._transactional else MAX_PRODUCE_VERSION
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -126,7 +135,21 @@ class Sender(threading.Thread):
         # Graceful close: send what is queued and wait for answers, unless forced.
         while not self._forced and self._has_pending_work():
             self._run_once_safely()
+        # A transaction still open is aborted (Java's Sender.run); close()'s timeout bounds it.
+        tm = self.transaction_manager
+        while not self._forced and self._transactional and tm is not None and tm.has_ongoing_transaction():
+            if not tm.is_completing():
+                log.info("Aborting the open transaction of %r: the producer is closing", tm.transactional_id)
+                try:
+                    tm.begin_abort()
+                except Exception:
+                    log.exception("Could not abort the open transaction while closing")
+                    self._forced = True
+                    break
+            self._run_once_safely()
         if self._forced:
+            if self._transactional and tm is not None:
+                tm.close()
             self._abort_everything(ProducerClosedError(
                 "the producer was closed before these records were sent or acknowledged "
                 "(close() timed out or was called with timeout 0); nothing more will be retried"
@@ -138,7 +161,10 @@ class Sender(threading.Thread):
         log.debug("The producer's Sender thread has stopped")
 
     def _has_pending_work(self) -> bool:
-        return bool(self.accumulator.has_undrained() or self._in_flight_batches or self.client.in_flight_request_count())
+        return bool(self.accumulator.has_undrained() or self._in_flight_batches or self.client.in_flight_request_count()
+                    or (self._transactional and self.transaction_manager is not None
+                        and self.transaction_manager.has_pending_requests()
+                        and self.transaction_manager.has_ongoing_transaction()))
 
     def _run_once_safely(self) -> None:
         try:
@@ -181,10 +207,26 @@ class Sender(threading.Thread):
             self._authentication_failed()
         can_send = True
         tm = self.transaction_manager
-        if tm is not None and tm.needs_init_producer_id():
+        if self._transactional and tm is not None:
+            if tm.has_fatal_error():
+                # As Java's Sender.runOnce: fail every batch, send nothing more.
+                if self.accumulator.has_incomplete() or self._in_flight_batches:
+                    self._abort_everything(tm.last_error or ProducerClosedError("the producer failed"))
+                self.client.poll(self.retry_backoff_ms or 1, now)
+                return
+            if self._maybe_send_and_poll_transactional_request(now):
+                return
+        elif tm is not None and tm.needs_init_producer_id():
             can_send = False
             self._maybe_init_producer_id(now)
         poll_timeout = self.send_producer_data(now, can_send)
+        if self._txn_retry_at_ms:
+            poll_timeout = max(0, min(poll_timeout, self._txn_retry_at_ms - now))
+            self._txn_retry_at_ms = 0
+        if self._transactional and not self._running:
+            # Closing: the abort loop in run() must look at the transaction again soon (an
+            # empty transaction completes without any answer to wake this poll).
+            poll_timeout = min(poll_timeout, self.retry_backoff_ms or 1)
         if not can_send:
             # Waiting for a producer id: wake for the next InitProducerId attempt if one is
             # due later; an attempt that is connecting or in flight wakes the poll itself when
@@ -315,7 +357,7 @@ class Sender(threading.Thread):
                 ProduceRequest.PartitionProduceData(index=tp.partition, records=data)
             )
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=self._transactional_id,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()],
@@ -334,7 +376,7 @@ class Sender(threading.Thread):
                 callback=on_response,
                 created_ms=now,
                 min_version=MIN_PRODUCE_VERSION,
-                max_version=MAX_PRODUCE_VERSION,
+                max_version=self._max_produce_version,
             ),
             now,
         )
@@ -493,6 +535,70 @@ class Sender(threading.Thread):
                 self._fail_batch(batch, error, maybe_written=True)
         self._in_flight_batches.clear()
         self.accumulator.abort_incomplete_batches(error)
+
+    # --- transactions ------------------------------------------------------------------
+
+    def _maybe_send_and_poll_transactional_request(self, now: int) -> bool:
+        """Send the transaction manager's next request, one at a time (Java's
+        Sender.maybeSendAndPollTransactionalRequest); True when this loop is done (a request
+        is in flight or was sent, or one waits for its node), False to go on to produce data."""
+        tm = self.transaction_manager
+        assert tm is not None
+        client = self.client
+        if tm.has_in_flight_request():
+            client.poll(self.retry_backoff_ms or 1, now)
+            return True
+        if tm.has_abortable_error():
+            self.accumulator.abort_undrained_batches(tm.last_error)
+        elif tm.is_aborting():
+            self.accumulator.abort_undrained_batches(TransactionAbortedError(
+                f"the transaction of {tm.transactional_id!r} was aborted before this record was sent; "
+                "it was not written"))
+        handler = tm.next_request(self.accumulator.has_incomplete())
+        if handler is None:
+            return False
+        if handler.not_before_ms > now:
+            tm.requeue(handler)  # backing off; produce data meanwhile, wake in time for it
+            self._txn_retry_at_ms = handler.not_before_ms
+            return False
+        kind = handler.coordinator_type
+        node = tm.coordinator(kind) if kind is not None else client.least_loaded_node(now)
+        if node is None:
+            if kind is not None:
+                tm.lookup_coordinator(kind, handler.coordinator_key)
+                tm.requeue(handler)
+                return True  # the FindCoordinator goes out next loop
+            self.metadata.request_update()
+            tm.retry(handler)
+            client.poll(self.retry_backoff_ms or 1, now)
+            return True
+        if not client.ready(node, now):
+            if kind is not None and client.connection_failed(node):
+                # As Java's awaitNodeReady failing: the coordinator may have moved.
+                tm.lookup_coordinator(kind, handler.coordinator_key)
+                tm.retry(handler)
+            else:
+                tm.requeue(handler)
+            client.poll(self.retry_backoff_ms or 1, now)
+            return True
+        if kind is CoordinatorType.TRANSACTION:
+            tm.handle_coordinator_ready(client.api_versions(node.id))
+        try:
+            version = client.pick_version(node, handler.api_key, handler.min_version, handler.max_version)
+        except UnsupportedVersionError as e:
+            handler.fatal(UnsupportedVersionError(
+                f"broker {node.id} does not support {handler.describe()}, which transactions need: {e}"))
+            return True
+        request = handler.build(version)
+        tm.set_in_flight(handler)
+        log.debug("Sending transactional request %s (v%d) to node %s", handler.describe(), version, node.id)
+        client.send(
+            ClientRequest(node, request, callback=lambda response: tm.handle_response(handler, response),
+                          created_ms=now, min_version=version, max_version=version),
+            now,
+        )
+        client.poll(self.retry_backoff_ms or 1, now)
+        return True
 
     # --- idempotence: InitProducerId -------------------------------------------------
 

@@ -131,7 +131,10 @@ def test_serializer_instances_pass_through() -> None:
         ({"metadata.max.idle.ms": 10}, "metadata.max.idle.ms", "at least 5000"),
         ({"retries": -1}, "retries", "between 0"),
         ({"security.protocol": "TLS"}, "security.protocol", "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
-        ({"transactional.id": "tx-1"}, "transactional.id", "not implemented"),
+        ({"transactional.id": "tx-1", "enable.idempotence": False}, "enable.idempotence", "needs idempotence"),
+        ({"transactional.id": "tx-1", "acks": 1}, "acks", "transactional.id was set"),
+        ({"transactional.id": "tx-1", "transaction.timeout.ms": 0}, "transaction.timeout.ms", "at least 1"),
+        ({"transactional.id": ""}, "transactional.id", "empty"),
         ({"key.serializer": "nope"}, "key.serializer", "known names"),
     ],
 )
@@ -227,3 +230,10 @@ def test_effective_batch_size_and_levels() -> None:
 def test_every_entry_has_a_doc() -> None:
     for entry in PRODUCER_CONFIG:
         assert entry.doc, entry.name
+
+
+def test_transactional_id_implies_idempotence() -> None:
+    cfg = ProducerConfig({"transactional.id": "tx-1"})
+    assert cfg["transactional.id"] == "tx-1"
+    assert cfg["enable.idempotence"] is True
+    assert cfg["transaction.timeout.ms"] == 60000

@@ -367,6 +367,7 @@ class _TransactionManager:
     """Records what the Sender tells the idempotence bookkeeping."""
 
     epoch_bump_required = False
+    transactional_id = None
 
     def __init__(self, needs_producer_id: bool = False) -> None:
         self.needs_producer_id = needs_producer_id
@@ -377,6 +378,9 @@ class _TransactionManager:
 
     def needs_init_producer_id(self) -> bool:
         return self.needs_producer_id
+
+    def is_transactional(self) -> bool:
+        return False
 
     def handle_failed_batch(self, batch: ProducerBatch, error: BaseException, maybe_written: bool) -> None:
         self.failed.append((batch, error, maybe_written))
