@@ -64,8 +64,10 @@ KIPS: tuple[Kip, ...] = (
     Kip(91, "Provide Intuitive User Timeouts in The Producer", _Y,
         ("samsa/producer/accumulator.py",), "delivery.timeout.ms"),
     Kip(98, "Exactly Once Delivery and Transactional Messaging", _P,
-        ("samsa/producer/transaction_manager.py", "samsa/broker/log/producer_state.py"),
-        "the idempotent producer; transactions are not implemented"),
+        ("samsa/producer/transaction_manager.py", "samsa/broker/log/producer_state.py",
+         "samsa/broker/txn/coordinator.py"),
+        "the idempotent producer; the broker's transaction coordinator (__transaction_state, "
+        "markers, timeouts, recovery); no WriteTxnMarkers"),
     Kip(107, "Add deleteRecordsBefore() API in AdminClient", _Y,
         ("samsa/admin/client.py", "samsa/broker/apis/delete_records.py")),
     Kip(110, "Add Codec for ZStandard Compression", _Y,
@@ -149,7 +151,9 @@ KIPS: tuple[Kip, ...] = (
     Kip(651, "Support PEM format for SSL certificates and private key", _P, ("samsa/security/tls.py",),
         "PEM stores only (files or inline); JKS and PKCS12 are refused"),
     Kip(664, "Provide tooling to detect and abort hanging transactions", _P,
-        ("samsa/broker/apis/describe_producers.py",), "DescribeProducers"),
+        ("samsa/broker/apis/describe_producers.py", "samsa/broker/apis/describe_transactions.py",
+         "samsa/broker/apis/list_transactions.py"),
+        "DescribeProducers, DescribeTransactions, ListTransactions; no WriteTxnMarkers to abort"),
     Kip(679, "Producer will enable the strongest delivery guarantee by default", _P,
         ("samsa/producer/config.py", "samsa/producer/sender.py"),
         "acks=all and enable.idempotence=true by default; InitProducerId needs IDEMPOTENT_WRITE "
@@ -166,8 +170,12 @@ KIPS: tuple[Kip, ...] = (
     Kip(848, "The Next Generation of the Consumer Rebalance Protocol", _N,
         ("samsa/broker/apis/describe_configs.py", "samsa/admin/types.py"),
         "only the group configs DescribeConfigs reports; groups use the classic protocol"),
-    Kip(890, "Transactions Server-Side Defense", _N, ("samsa/producer/sender.py",),
-        "the producer stays below the versions that add TRANSACTION_ABORTABLE"),
+    Kip(890, "Transactions Server-Side Defense", _P,
+        ("samsa/producer/sender.py", "samsa/broker/apis/produce.py",
+         "samsa/broker/txn/coordinator.py"),
+        "the broker verifies a producer's first transactional batch per partition (part 1) and "
+        "serves EndTxn v5 / Produce v12 (part 2) but advertises no transaction.version; the "
+        "producer stays below the versions that add TRANSACTION_ABORTABLE"),
     Kip(893, "The Kafka protocol should support nullable structs", _Y,
         ("samsa/protocol/codec.py",)),
     Kip(896, "Remove old client protocol API versions in Kafka 4.0", _N,
@@ -181,4 +189,6 @@ KIPS: tuple[Kip, ...] = (
         ("samsa/producer/batch.py",), "a retry to a new leader skips the backoff"),
     Kip(966, "Eligible Leader Replicas", _P,
         ("samsa/broker/apis/describe_topic_partitions.py",), "DescribeTopicPartitions v0 paging"),
+    Kip(994, "Minor Enhancements to ListTransactions and DescribeTransactions APIs", _P,
+        ("samsa/broker/apis/list_transactions.py",), "ListTransactions v1's duration filter"),
 )
