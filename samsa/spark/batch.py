@@ -10,7 +10,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from samsa.errors import ConfigError
 from samsa.spark.fetch import read_range
 from samsa.spark.offsets import OffsetRange, OffsetResolver, split_ranges
-from samsa.spark.options import SourceOptions
+from samsa.spark.options import SourceOptions, source_group_ids
 
 __all__ = ["SamsaBatchReader"]
 
@@ -18,11 +18,13 @@ __all__ = ["SamsaBatchReader"]
 class SamsaBatchReader(DataSourceReader):  # type: ignore[misc]
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        # Made once here, so executors get the same ids in their pickled copy.
+        self.driver_group_id, self.executor_group_id = source_group_ids(options)
 
     def partitions(self) -> list[InputPartition]:
         opts = self.options
         assert opts.ending is not None
-        resolver = OffsetResolver(opts.client)
+        resolver = OffsetResolver(opts.client, self.driver_group_id)
         try:
             parts = resolver.partitions(opts.subscription)
             starts = resolver.resolve(opts.starting, parts, opts, is_start=True)
@@ -37,7 +39,7 @@ class SamsaBatchReader(DataSourceReader):  # type: ignore[misc]
                     f"the end offset {end} of {tp} is before its start offset {start} "
                     f"({opts.starting.option}); check the offset range options"))
             ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
-        split = split_ranges(ranges, opts.min_partitions)
+        split = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
         # Spark needs at least one partition to plan a scan; an empty range reads nothing.
         return list(split) or [OffsetRange("", 0, 0, 0)]
 
@@ -45,4 +47,4 @@ class SamsaBatchReader(DataSourceReader):  # type: ignore[misc]
         assert isinstance(partition, OffsetRange)
         opts = self.options
         yield from read_range(partition, opts.client, opts.include_headers, opts.fail_on_data_loss,
-                              opts.poll_timeout_ms)
+                              opts.poll_timeout_ms, self.executor_group_id)

@@ -30,16 +30,17 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to Spark
 _POLL_SECONDS = 0.5
 
-_consumers: dict[tuple[tuple[str, str], ...], Any] = {}
+_consumers: dict[tuple[tuple[tuple[str, str], ...], str | None], Any] = {}
 
 
-def _consumer(client: Mapping[str, str]) -> Any:
-    key = tuple(sorted(client.items()))
+def _consumer(client: Mapping[str, str], group_id: str | None) -> Any:
+    key = (tuple(sorted(client.items())), group_id)
     consumer = _consumers.get(key)
     if consumer is None or consumer.closed:
         from samsa.consumer.consumer import KafkaConsumer
 
-        consumer = _consumers[key] = KafkaConsumer(consumer_config(client, "spark-samsa-executor"))
+        consumer = _consumers[key] = KafkaConsumer(
+            consumer_config(client, "spark-samsa-executor", group_id))
     return consumer
 
 
@@ -81,12 +82,17 @@ def to_record_batch(topic: str, partition: int, rows: list[Any], include_headers
 
 
 def read_range(rng: OffsetRange, client: Mapping[str, str], include_headers: bool,
-               fail_on_data_loss: bool, poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
-    """Yield the records of ``rng`` (offsets [start, end)) as Arrow batches."""
+               fail_on_data_loss: bool, poll_timeout_ms: int, group_id: str | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``rng`` (offsets [start, end)) as Arrow batches.
+
+    Under read_committed the range ends at a last stable offset and the consumer skips
+    aborted transactions and markers: the position moving past them, not a record at each
+    offset, completes the range, so those gaps are never taken for lost data."""
     if rng.end <= rng.start:
         return
     tp = TopicPartition(rng.topic, rng.partition)
-    consumer = _consumer(client)
+    consumer = _consumer(client, group_id)
     consumer.assign([tp])
     consumer.seek(tp, rng.start)
     position, end = rng.start, rng.end

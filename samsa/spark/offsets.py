@@ -71,26 +71,35 @@ class OffsetRange(InputPartition):  # type: ignore[misc]
         return max(0, self.end - self.start)
 
 
-def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Split the ranges so there are at least ``min_partitions`` (Spark's minPartitions).
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """``r`` cut into ``parts`` consecutive ranges whose sizes differ by at most one."""
+    step, extra = divmod(r.size, parts)
+    out: list[OffsetRange] = []
+    start = r.start
+    for i in range(parts):
+        stop = start + step + (1 if i < extra else 0)
+        out.append(OffsetRange(r.topic, r.partition, start, stop))
+        start = stop
+    return out
 
-    Like Spark, each range gets a share of the extra parts in proportion to its size;
-    ranges are never split below one record.
+
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None,
+                 max_records: int | None = None) -> list[OffsetRange]:
+    """Split the ranges for Spark's maxRecordsPerPartition and minPartitions.
+
+    As Spark's KafkaOffsetRangeCalculator: first every range larger than ``max_records`` is cut
+    into equal pieces of at most that many offsets; then, if there are still fewer than
+    ``min_partitions``, each piece gets a share of the extra parts in proportion to its size.
+    Ranges are never split below one record; empty ones are dropped.
     """
     ranges = [r for r in ranges if r.size > 0]
+    if max_records:
+        ranges = [piece for r in ranges for piece in _divide(r, -(-r.size // max_records))]
     if not min_partitions or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    out: list[OffsetRange] = []
-    for r in ranges:
-        parts = max(1, min(r.size, round(min_partitions * r.size / total)))
-        step, extra = divmod(r.size, parts)
-        start = r.start
-        for i in range(parts):
-            stop = start + step + (1 if i < extra else 0)
-            out.append(OffsetRange(r.topic, r.partition, start, stop))
-            start = stop
-    return out
+    return [piece for r in ranges
+            for piece in _divide(r, max(1, min(r.size, round(min_partitions * r.size / total))))]
 
 
 class OffsetResolver:
@@ -100,10 +109,10 @@ class OffsetResolver:
     Metadata requests; created lazily so the owner stays picklable.
     """
 
-    def __init__(self, client: Mapping[str, str]) -> None:
+    def __init__(self, client: Mapping[str, str], group_id: str | None = None) -> None:
         from samsa.consumer.consumer import KafkaConsumer
 
-        self._consumer = KafkaConsumer(consumer_config(client, "spark-samsa-driver"))
+        self._consumer = KafkaConsumer(consumer_config(client, "spark-samsa-driver", group_id))
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)
@@ -169,11 +178,18 @@ class OffsetResolver:
         return out
 
 
-def consumer_config(client: Mapping[str, str], client_id: str) -> dict[str, Any]:
-    """Samsa consumer settings for the source: assign-only, no commits, no offset resets."""
+def consumer_config(client: Mapping[str, str], client_id: str, group_id: str | None = None
+                    ) -> dict[str, Any]:
+    """Samsa consumer settings for the source: assign-only, no commits, no offset resets.
+
+    ``group_id`` (from :func:`samsa.spark.options.source_group_ids`) names the consumer as
+    Spark's source does; the consumer still reads by assignment and never joins the group.
+    With kafka.isolation.level=read_committed, end offsets are last stable offsets and reads
+    skip aborted transactions, so a range's offsets may hold fewer records than its size.
+    """
     conf: dict[str, Any] = {k: v for k, v in client.items() if k != "group.id"}
-    # kafka.group.id is accepted as in Spark, but the source reads by assignment and never
-    # joins a group or commits, so the consumer does not get it.
+    if group_id is not None:
+        conf["group.id"] = group_id
     conf.setdefault("client.id", client_id)
     conf.setdefault("max.poll.records", "10000")
     conf["enable.auto.commit"] = "false"

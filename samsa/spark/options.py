@@ -9,7 +9,9 @@ here too, because the source manages offsets and (de)serialization itself.
 from __future__ import annotations
 
 import json
+import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from samsa.errors import ConfigError
 from samsa.net.cluster import TopicPartition
 
 __all__ = [
+    "DEFAULT_MAX_TRIGGER_DELAY_MS",
     "EARLIEST",
     "LATEST",
     "OffsetSpec",
@@ -27,7 +30,10 @@ __all__ = [
     "client_config",
     "parse_sink_options",
     "parse_source_options",
+    "source_group_ids",
 ]
+
+log = logging.getLogger(__name__)
 
 EARLIEST = -2  # in startingOffsets/endingOffsets JSON, as in Spark
 LATEST = -1
@@ -47,6 +53,10 @@ _REJECTED_SINK = {
 }
 # Spark warns about and ignores these on the sink side; the source passes them through.
 _SOURCE_ONLY_CLIENT = ("group.id",)
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Spark's maxTriggerDelay default, 15m
+# Spark's default groupIdPrefix per query kind (KafkaSourceProvider).
+_GROUP_ID_PREFIX = {True: "spark-kafka-source", False: "spark-kafka-relation"}
+_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -114,8 +124,19 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     poll_timeout_ms: int = 120_000
+    # kafka.group.id (used as is) or groupIdPrefix (unique ids made per query).
+    group_id: str | None = None
+    group_id_prefix: str = "spark-kafka-source"
+
+    @property
+    def read_committed(self) -> bool:
+        """kafka.isolation.level=read_committed: ranges end at the last stable offset."""
+        return self.client.get("isolation.level") == "read_committed"
 
 
 @dataclass(frozen=True)
@@ -146,6 +167,27 @@ def _positive_int(opts: Mapping[str, str], key: str, name: str) -> int | None:
     if value <= 0:
         raise ConfigError(name, f"must be a positive integer, got {raw!r}")
     return value
+
+
+# Spark's Utils.timeStringAsMs: a number with an optional unit, milliseconds without one.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
+                  "d": 86_400_000}
+_TIME = re.compile(r"(-?[0-9]+)([a-z]+)?")
+
+
+def _time_ms(opts: Mapping[str, str], key: str, name: str, default: int) -> int:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    match = _TIME.fullmatch(raw.strip().lower())
+    if match is None or (match.group(2) is not None and match.group(2) not in _TIME_UNITS_MS):
+        raise ConfigError(name, f"{raw!r} is not a time: give it as seconds (s), milliseconds (ms), "
+                                "microseconds (us), minutes (m or min), hours (h) or days (d), "
+                                "e.g. 50s, 100ms or 15m")
+    value = int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"]
+    if value < 0:
+        raise ConfigError(name, f"must not be negative, got {raw!r}")
+    return int(value)
 
 
 def _json(raw: str, name: str, example: str) -> Any:
@@ -261,6 +303,32 @@ def parse_source_options(options: Mapping[str, Any], streaming: bool) -> SourceO
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise ConfigError("startingOffsetsByTimestampStrategy", f"must be 'error' or 'latest', got {strategy!r}")
+    isolation = client.get("isolation.level")
+    if isolation is not None:
+        client["isolation.level"] = isolation = isolation.strip().lower()
+        if isolation not in _ISOLATION_LEVELS:
+            raise ConfigError("kafka.isolation.level", f"must be read_committed or read_uncommitted, "
+                                                       f"got {isolation!r}")
+    max_offsets = _positive_int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_offsets = _positive_int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise ConfigError("minOffsetsPerTrigger", f"the value of minOffsetsPerTrigger ({min_offsets}) "
+                                                  f"is higher than the maxOffsetsPerTrigger ({max_offsets})")
+    max_delay = _time_ms(opts, "maxtriggerdelay", "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS)
+    if not streaming:
+        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+            if name.lower() in opts:
+                log.warning("%s option ignored in batch queries", name)
+    group_id = client.get("group.id")
+    prefix = opts.get("groupidprefix", _GROUP_ID_PREFIX[streaming])
+    if not prefix.strip():
+        raise ConfigError("groupIdPrefix", "is empty; give a prefix for the source's consumer group "
+                                           "ids or drop the option")
+    if group_id is not None:
+        # KafkaSourceProvider's warning: readers sharing a group id can disturb each other.
+        log.warning("option kafka.group.id=%r is set: every query and source using it shares one "
+                    "consumer group id%s", group_id,
+                    "; groupIdPrefix is ignored" if "groupidprefix" in opts else "")
     if "kafkaconsumer.polltimeoutms" in opts:
         poll_timeout = _positive_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs")
     else:
@@ -280,10 +348,26 @@ def parse_source_options(options: Mapping[str, Any], streaming: bool) -> SourceO
         starting_by_timestamp_strategy=strategy,  # type: ignore[arg-type]
         fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
         include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
-        max_offsets_per_trigger=_positive_int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+        max_offsets_per_trigger=max_offsets,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=max_delay,
         min_partitions=_positive_int(opts, "minpartitions", "minPartitions"),
+        max_records_per_partition=_positive_int(opts, "maxrecordsperpartition", "maxRecordsPerPartition"),
         poll_timeout_ms=poll_timeout or 120_000,
+        group_id=group_id,
+        group_id_prefix=prefix.strip(),
     )
+
+
+def source_group_ids(opts: SourceOptions) -> tuple[str, str]:
+    """The consumer group ids of one query's driver and executors, as Spark's
+    KafkaSourceProvider names them: exactly kafka.group.id when it is set, else
+    ``<groupIdPrefix>-<random UUID>-driver`` / ``-executor``.  The source's consumers read by
+    assignment and never commit, so the ids only name the reader (logs, broker-side tooling)."""
+    if opts.group_id is not None:
+        return opts.group_id, opts.group_id
+    unique = f"{opts.group_id_prefix}-{uuid.uuid4()}"
+    return f"{unique}-driver", f"{unique}-executor"
 
 
 def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:

@@ -1,14 +1,24 @@
 """Streaming reader: Spark's Kafka JSON offsets, admission control, Trigger.AvailableNow.
 
 All driver-side calls of a query run in one long-lived Python process, so the reader keeps a
-metadata consumer there (created lazily, never pickled to executors).
+metadata consumer there (created lazily, never pickled to executors), and the time of the last
+micro-batch for minOffsetsPerTrigger / maxTriggerDelay.
+
+Read limits: PySpark's ReadLimit has no composite form and its ReadMinRows carries no delay,
+so this reader does what Spark's KafkaMicroBatchStream does with its composite limit inside
+latestOffset(): while fewer than minOffsetsPerTrigger new offsets are available and less than
+maxTriggerDelay has passed since the last micro-batch it answers the start offsets (Spark then
+runs no batch), otherwise it caps the batch at maxOffsetsPerTrigger.  Trigger.AvailableNow
+never waits: it reads everything there was when the query started (Spark passes
+ReadAllAvailable for a ReadMinRows default, and the wait would end such a query early).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -30,7 +41,7 @@ from samsa.spark.offsets import (
     split_ranges,
     to_json,
 )
-from samsa.spark.options import SourceOptions
+from samsa.spark.options import SourceOptions, source_group_ids
 
 __all__ = ["SamsaStreamReader", "rate_limit"]
 
@@ -65,6 +76,11 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         self._resolver: OffsetResolver | None = None
         self._latest: dict[TopicPartition, int] | None = None
         self._available_now: dict[TopicPartition, int] | None = None
+        self.driver_group_id, self.executor_group_id = source_group_ids(options)
+        # minOffsetsPerTrigger / maxTriggerDelay: when the last micro-batch was admitted (ms on
+        # ``clock``); none yet lets the first one through at once, as KafkaMicroBatchStream does.
+        self.clock: Callable[[], float] = time.monotonic
+        self._last_trigger_ms = -math.inf
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get a copy; the driver's metadata consumer stays on the driver.
@@ -75,7 +91,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
     @property
     def resolver(self) -> OffsetResolver:
         if self._resolver is None:
-            self._resolver = OffsetResolver(self.options.client)
+            self._resolver = OffsetResolver(self.options.client, self.driver_group_id)
         return self._resolver
 
     def _with_new_partitions(self, known: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -97,7 +113,10 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        if n:
+            return ReadMaxRows(n)  # minOffsetsPerTrigger, if set, is applied in latestOffset()
+        m = self.options.min_offsets_per_trigger
+        return ReadMinRows(m) if m else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         parts = self.resolver.partitions(self.options.subscription)
@@ -111,12 +130,37 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
             latest = self.resolver.latest(begin)
         for tp, end in list(latest.items()):
             if end < begin[tp]:
-                self._lost(tp, begin[tp], f"the log now ends at {end} (topic recreated or truncated)")
+                if not self.options.read_committed:
+                    self._lost(tp, begin[tp], f"the log now ends at {end} (topic recreated or truncated)")
+                # else: a last stable offset held back by a transaction still open (the start
+                # came from a read_uncommitted run); the range waits for it.
                 latest[tp] = begin[tp]
         self._latest = latest
+        if self._delay_batch(begin, latest, limit):
+            return start if start is not None else to_json(begin)
         if isinstance(limit, ReadMaxRows):
             latest = rate_limit(begin, latest, limit.max_rows)
         return to_json(latest)
+
+    def _delay_batch(self, begin: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+                     limit: ReadLimit | None) -> bool:
+        """Whether to skip this trigger (KafkaMicroBatchStream.delayBatch): fewer than
+        minOffsetsPerTrigger new offsets and maxTriggerDelay not yet passed since the last
+        micro-batch."""
+        wanted = self.options.min_offsets_per_trigger
+        if wanted is None or self._available_now is not None or isinstance(limit, ReadAllAvailable):
+            return False
+        now_ms = self.clock() * 1000.0
+        if now_ms - self._last_trigger_ms >= self.options.max_trigger_delay_ms:
+            self._last_trigger_ms = now_ms
+            return False
+        available = sum(max(0, end - begin.get(tp, end)) for tp, end in latest.items())
+        if available < wanted:
+            log.debug("delaying the micro-batch: %d new offsets, minOffsetsPerTrigger=%d",
+                      available, wanted)
+            return True
+        self._last_trigger_ms = now_ms
+        return False
 
     def reportLatestOffset(self) -> Offsets | None:
         return None if self._latest is None else to_json(self._latest)
@@ -131,7 +175,8 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
                 self._lost(tp, begin[tp], "the partition is gone (topic deleted?)")
         ranges = [OffsetRange(tp.topic, tp.partition, begin[tp], off)
                   for tp, off in sorted(stop.items()) if begin[tp] < off]
-        return list(split_ranges(ranges, self.options.min_partitions))
+        return list(split_ranges(ranges, self.options.min_partitions,
+                                 self.options.max_records_per_partition))
 
     def _lost(self, tp: TopicPartition, offset: int, why: str) -> None:
         what = f"{tp} at offset {offset}: {why}"
@@ -146,7 +191,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         assert isinstance(partition, OffsetRange)
         opts = self.options
         yield from read_range(partition, opts.client, opts.include_headers, opts.fail_on_data_loss,
-                              opts.poll_timeout_ms)
+                              opts.poll_timeout_ms, self.executor_group_id)
 
     def commit(self, end: Offsets) -> None:
         pass  # progress lives in Spark's checkpoint; the source never commits to Kafka

@@ -106,6 +106,17 @@ def test_assign_and_min_partitions(spark: Any, kafka_options: dict[str, str], te
     assert offsets_read(spark, options) == {(p, i) for p in (1, 3) for i in range(10)}
 
 
+def test_max_records_per_partition_splits_ranges(spark: Any, kafka_options: dict[str, str],
+                                                ten_per_partition: str) -> None:
+    # Each partition's ten offsets are read by ceil(10 / 3) = 4 Spark partitions; with
+    # minPartitions above that, the pieces are split further.
+    options = {**kafka_options, "subscribe": ten_per_partition, "maxRecordsPerPartition": "3",
+               "kafka.group.id": "spark-batch-reader"}
+    assert read(spark, options).rdd.getNumPartitions() == 16
+    assert offsets_read(spark, options) == {(p, i) for p in range(4) for i in range(10)}
+    assert read(spark, {**options, "minPartitions": "30"}).rdd.getNumPartitions() >= 30
+
+
 def test_timestamp_options(spark: Any, kafka_options: dict[str, str], ten_per_partition: str) -> None:
     t = ten_per_partition
     got = offsets_read(spark, {**kafka_options, "subscribePattern": t.replace("-", ".") + "$",

@@ -34,3 +34,17 @@ def test_rate_limit_shares_in_proportion_to_lag() -> None:
     tiny = rate_limit({TP("t", 0): 0, TP("t", 1): 0}, {TP("t", 0): 10_000, TP("t", 1): 1}, 10)
     assert tiny[TP("t", 1)] == 1  # a share below one record rounds up, so nothing starves
     assert rate_limit(start, latest, 10_000) == latest
+
+
+def test_max_records_per_partition_cuts_ranges_then_min_partitions_applies() -> None:
+    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 10, 13)]
+    split = split_ranges(ranges, None, 30)
+    assert [(r.partition, r.start, r.end) for r in split] == [
+        (0, 0, 25), (0, 25, 50), (0, 50, 75), (0, 75, 100), (1, 10, 13)]
+    assert split_ranges(ranges, None, 1000) == ranges
+    # minPartitions beyond what maxRecordsPerPartition made: the pieces are split further,
+    # never above the maximum.
+    more = split_ranges(ranges, 12, 30)
+    assert len(more) >= 10 and max(r.size for r in more) <= 30
+    covered = sorted((r.partition, o) for r in more for o in range(r.start, r.end))
+    assert covered == [(0, o) for o in range(100)] + [(1, o) for o in range(10, 13)]

@@ -65,6 +65,38 @@ def test_stop_mid_stream_and_resume_delivers_each_record_once(
     assert set(got) == {(p, i) for p in range(4) for i in range(400)} | {(4, i) for i in range(50)}
 
 
+def test_min_offsets_per_trigger_holds_micro_batches_back(
+        spark: Any, kafka_options: dict[str, str], new_topic: Callable[..., str],
+        produce: Callable[..., None], tmp_path: Path) -> None:
+    # The first micro-batch runs at once; later ones wait until 50 new offsets are there
+    # (maxTriggerDelay is far away), however often the 100 ms trigger fires meanwhile.
+    topic = new_topic(1)
+    fill(produce, topic, range(1), range(10))
+    options = {**kafka_options, "subscribe": topic, "startingOffsets": "earliest",
+               "minOffsetsPerTrigger": "50", "maxTriggerDelay": "1h", "groupIdPrefix": "min-test"}
+    query = start_query(spark, options, tmp_path, processingTime="100 milliseconds")
+    try:
+        wait_for_rows(query, 10)
+        fill(produce, topic, range(1), range(10, 30))
+        time.sleep(1.5)  # several triggers see 20 new offsets, too few for a micro-batch
+        fill(produce, topic, range(1), range(30, 60))
+        wait_for_rows(query, 60)
+        batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    assert batches == [10, 50]
+    assert sorted(written(spark, tmp_path)) == [(0, i) for i in range(60)]
+
+
+def wait_for_rows(query: Any, rows: int) -> None:
+    for _ in range(1200):  # a guard against hanging, not a speed requirement
+        if sum(p["numInputRows"] for p in query.recentProgress) >= rows:
+            return
+        assert query.isActive, query.exception()
+        time.sleep(0.1)
+    raise AssertionError(f"the query never read {rows} rows: {query.recentProgress}")
+
+
 def test_streaming_data_loss_fails_then_skips(
         spark: Any, kafka_options: dict[str, str], new_topic: Callable[..., str],
         produce: Callable[..., None], admin: Any, tmp_path: Path) -> None:
