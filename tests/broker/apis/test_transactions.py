@@ -224,3 +224,43 @@ def test_describe_and_list_transactions(client: Any, topic: str) -> None:
     assert listed.unknown_state_filters == ["Nope"]
     every = client.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 0)
     assert sorted(t.transactional_id for t in every.transaction_states) == ["idle", "tx"]
+
+
+# -- ACLs (KafkaApis: WRITE on the transactional id, topic WRITE, group READ, CLUSTER_ACTION) --
+
+
+def _authorize(apis: Any, tmp_path: Any, *acls: tuple[Any, str, Any]) -> None:
+    from samsa.broker.authorizer import AclStore, Authorizer
+    from samsa.security.acl import AclBinding, AclPermissionType, PatternType
+
+    (tmp_path / "acls").mkdir()
+    store = AclStore(tmp_path / "acls")
+    store.add([AclBinding(rtype, name, PatternType.LITERAL, "User:ANONYMOUS", "*", op,
+                          AclPermissionType.ALLOW) for rtype, name, op in acls])
+    apis.services.authorizer = Authorizer(store, (), False)
+
+
+def test_acls_of_the_transaction_apis(client: Any, apis: Any, topic: str, tmp_path: Any) -> None:
+    from samsa.security.acl import AclOperation, ResourceType
+
+    r = init(client)  # before the authorizer: an id and epoch to use
+    _authorize(apis, tmp_path, (ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE),
+               (ResourceType.TOPIC, "t", AclOperation.WRITE))
+    assert init(client, "other").error_code == 53
+    assert add_partitions(client, r.producer_id, r.producer_epoch, {"t": [0]},
+                          txn_id="other") == {("t", 0): 53}
+    assert add_partitions(client, r.producer_id, r.producer_epoch, {"t": [0]}) == {("t", 0): 0}
+    offsets = client.call(AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=r.producer_id, producer_epoch=r.producer_epoch,
+        group_id="g"), 3)
+    assert offsets.error_code == 30  # no READ on the group
+    assert end_txn(client, r.producer_id, r.producer_epoch, False, txn_id="other") \
+        .error_code == 53
+    verify = client.call(APT(transactions=[]), 4)
+    assert verify.error_code == 31  # v4+ need CLUSTER_ACTION
+    described = client.call(DescribeTransactionsRequest(transactional_ids=["tx", "other"]), 0)
+    # WRITE implies DESCRIBE (on the id and on the topic); "other" is refused.
+    assert [(d.error_code, [t.topic for t in d.topics])
+            for d in described.transaction_states] == [(0, ["t"]), (53, [])]
+    listed = client.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 0)
+    assert [t.transactional_id for t in listed.transaction_states] == ["tx"]
