@@ -119,7 +119,7 @@ class FakeBroker:
                 conn = self.ssl_context.wrap_socket(conn, server_side=True)
             except (ssl.SSLError, OSError) as e:
                 self.handshake_errors.append(e)
-                conn.close()
+                _close_after_the_alert(conn)
                 return
             self._conns.append(conn)
         try:
@@ -197,3 +197,19 @@ class FakeBroker:
                 for i in range(self.topics[name])]
             topics.append(R.MetadataResponseTopic(error_code=0, name=name, partitions=parts))
         return R(brokers=brokers, cluster_id="fake", controller_id=self.node_id, topics=topics)
+
+
+def _close_after_the_alert(conn: socket.socket) -> None:
+    """Close a connection whose handshake failed without resetting it: the client may already
+    have sent its first request (TLS 1.3 completes the client's side first), and closing with
+    that unread would send an RST that discards the alert we just sent.  Read until the client
+    goes (it does once it reads the alert), for a few seconds at most."""
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(5)
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        conn.close()
