@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/producer.py [--num-records N] [--bootstrap-server H:P]
         [--clients samsa,confluent,kafka-python,aiokafka] [--acks 1,all] [--codecs none,lz4,zstd]
+        [--transactional N]
 
 Without --bootstrap-server an embedded samsa Broker is started in this process (auto-created
 topics get --partitions partitions, default 8).  Each
@@ -9,6 +10,10 @@ topics get --partitions partitions, default 8).  Each
 (time.process_time of that process, all its threads) belong to that client alone.  A run sends
 one warm-up record (metadata, connections), then N records of 100-byte values (null keys) to a
 fresh topic and flushes; the clock covers sending plus the final flush.
+
+``--transactional N`` adds a ``samsa-txn`` row to every acks=all run: samsa's transactional
+producer (init_transactions once, then a transaction committed every N records, the last one
+with the rest), for transactional vs idempotent throughput in the same run.
 
 Prints for each row: the client's linger, batch size and idempotence, records/s, MB/s, CPU
 seconds, and the ratios of samsa's records/s to kafka-python's and to confluent-kafka's.
@@ -140,7 +145,37 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> d
     return asyncio.run(main())
 
 
-WORKERS = {"samsa": run_samsa, "confluent": run_confluent, "kafka-python": run_kafka_python,
+def run_samsa_transactional(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    from samsa import KafkaProducer
+
+    per_txn = int(os.environ.get("SAMSA_BENCH_TXN_SIZE", "10000"))
+    config = {"bootstrap.servers": bootstrap, "compression.type": codec,
+              "transactional.id": f"bench-{uuid.uuid4().hex[:8]}"}
+    producer = KafkaProducer(config)
+    value = payload(VALUE_SIZE)
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.send(topic, value).get(timeout=60)
+    producer.commit_transaction(60)
+    cfg = producer.config
+    info = {"linger_ms": cfg["linger.ms"], "batch_size": cfg["batch.size"], "idempotence": True}
+    send = producer.send
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    done = 0
+    while done < n:
+        count = min(per_txn, n - done)
+        producer.begin_transaction()
+        for _ in range(count):
+            send(topic, value)
+        producer.commit_transaction(120)  # flushes the transaction's records first
+        done += count
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    errors = producer.metrics()["record-error-total"]
+    producer.close()
+    return {**info, "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+WORKERS = {"samsa": run_samsa, "samsa-txn": run_samsa_transactional, "confluent": run_confluent, "kafka-python": run_kafka_python,
            "aiokafka": run_aiokafka}
 
 
@@ -176,7 +211,9 @@ def main() -> int:
     parser.add_argument("--codecs", default="none,lz4,zstd")
     parser.add_argument("--partitions", type=int, default=8,
                         help="num.partitions of the embedded broker's auto-created topics (default 8)")
-    parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--transactional", type=int, default=0, metavar="N",
+                        help="also run samsa's transactional producer, committing every N records (acks=all rows)")
+    parser.add_argument("--worker", choices=tuple(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -190,6 +227,9 @@ def main() -> int:
     if bootstrap is None:
         broker, bootstrap = start_broker(args.partitions)
     clients = [c for c in args.clients.split(",") if c]
+    if args.transactional > 0:
+        os.environ["SAMSA_BENCH_TXN_SIZE"] = str(args.transactional)
+        clients.append("samsa-txn")
     n = args.num_records
     mb = n * VALUE_SIZE / (1024 * 1024)
     where = f"embedded samsa broker at {bootstrap}, {args.partitions} partitions per topic" if broker else bootstrap
@@ -203,6 +243,8 @@ def main() -> int:
             for codec in args.codecs.split(","):
                 rows: dict[str, dict[str, Any]] = {}
                 for client in clients:
+                    if client == "samsa-txn" and acks not in ("all", "-1"):
+                        continue  # transactions need acks=all
                     rows[client] = run_one(client, bootstrap, n, acks, codec)
                 base_kp = rows.get("kafka-python", {}).get("seconds")
                 base_ck = rows.get("confluent", {}).get("seconds")
@@ -222,6 +264,9 @@ def main() -> int:
         if broker is not None:
             broker.__exit__(None, None, None)
     print("vs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's (same acks, codec).")
+    if args.transactional > 0:
+        print(f"samsa-txn: samsa's transactional producer, one transaction committed every {args.transactional} "
+              "records (compare with the samsa acks=all row: idempotent).")
     return 0
 
 
