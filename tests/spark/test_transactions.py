@@ -1,15 +1,16 @@
 """kafka.isolation.level through format("samsa"): a topic holding a committed, an aborted and
 a still-open transaction, read in batch and streaming queries.
 
-The transactions are written straight into the broker's log (transactional batches and the
-COMMIT/ABORT markers a coordinator writes, through Log.append_as_leader and
-Log.append_control_marker), so the test needs no transactional producer.  Offsets per
-partition: 0-2 committed (producer 100), 3 its COMMIT marker; 4-6 aborted (producer 200),
+The first tests write the transactions straight into the broker's log (transactional batches
+and the COMMIT/ABORT markers a coordinator writes, through Log.append_as_leader and
+Log.append_control_marker); the last one uses confluent-kafka's transactional producer and the
+broker's transaction coordinator.  Offsets per partition in the first ones: 0-2 committed (producer 100), 3 its COMMIT marker; 4-6 aborted (producer 200),
 7 its ABORT marker; 8-9 plain records; 10-11 an open transaction (producer 300).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,38 @@ def test_streaming_read_committed_waits_for_the_open_transaction(
     for log in logs.values():
         end_txn(log, OPEN, commit=True)
     assert run() == expected([0, 1, 2, 8, 9, 10, 11], LAYOUT)
+
+
+def test_batch_read_committed_of_confluent_kafka_transactions(
+        spark: Any, broker: Broker, kafka_options: dict[str, str], new_topic: Callable[..., str]) -> None:
+    # The same through the broker's transaction coordinator: librdkafka's transactional
+    # producer aborts one transaction, commits one and leaves one open while Spark reads.
+    from confluent_kafka import Producer
+
+    topic = new_topic(PARTITIONS)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                         "transactional.id": f"spark-{topic}", "linger.ms": 5})
+    producer.init_transactions(30)
+
+    def transaction(tag: bytes) -> None:
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, value=tag + b"%d" % i, partition=i % PARTITIONS)
+        assert producer.flush(30) == 0  # in the log before the transaction ends
+
+    transaction(b"aborted-")
+    producer.abort_transaction(30)
+    transaction(b"committed-")
+    producer.commit_transaction(30)
+    logs = [broker.log_manager.logs()[(topic, p)] for p in range(PARTITIONS)]
+    for _ in range(300):  # markers are written after EndTxn is answered
+        if all(log.last_stable_offset == log.high_watermark for log in logs):
+            break
+        time.sleep(0.02)
+    transaction(b"open-")
+    try:
+        got = (spark.read.format("samsa").options(**kafka_options).option("subscribe", topic)
+               .option("kafka.isolation.level", "read_committed").load().collect())
+        assert sorted(bytes(r.value) for r in got) == sorted(b"committed-%d" % i for i in range(10))
+    finally:
+        producer.abort_transaction(30)
