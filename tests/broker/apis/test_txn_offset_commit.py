@@ -238,3 +238,70 @@ def test_describe_producers_shows_the_open_transactions_start(client: Client, ap
     assert describe() == [(PID, 0)]
     apis.services.groups.complete_transaction(partition, PID, EPOCH, True, 0)
     assert describe() == [(PID, -1)]
+
+
+# -- against the broker's own transaction coordinator ---------------------------------------------
+
+
+def _eventually(condition: Any, patience: float = 10.0) -> None:
+    """Markers are written on the coordinator's own thread after EndTxn answers."""
+    import time
+
+    deadline = time.monotonic() + patience
+    while not condition():
+        assert time.monotonic() < deadline, "the transaction's markers were never written"
+        time.sleep(0.01)
+
+
+def _begin(client: Client, txn_id: str) -> tuple[int, int]:
+    from samsa.protocol import InitProducerIdRequest
+
+    resp = client.call(InitProducerIdRequest(transactional_id=txn_id,
+                                             transaction_timeout_ms=60_000), 4)
+    assert resp.error_code == 0, resp
+    return resp.producer_id, resp.producer_epoch
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_txn_offset_commit_needs_add_offsets_to_txn_before_v5(client: Client, apis: KafkaApis,
+                                                              version: int) -> None:
+    from samsa.protocol import AddOffsetsToTxnRequest, EndTxnRequest
+
+    apis.services.logs.create_topic("t", 3)
+    pid, epoch = _begin(client, "real-tx")
+    # Not in the transaction: refused, nothing pending.
+    resp = client.call(txn_commit(offsets={0: 10}, pid=pid, epoch=epoch, txn_id="real-tx"),
+                       version)
+    assert codes(resp) == {("t", 0): INVALID_TXN_STATE if version < 4 else TRANSACTION_ABORTABLE}
+    assert client.call(AddOffsetsToTxnRequest(transactional_id="real-tx", producer_id=pid,
+                                              producer_epoch=epoch, group_id="g"),
+                       3).error_code == 0
+    resp = client.call(txn_commit(offsets={0: 10}, pid=pid, epoch=epoch, txn_id="real-tx"),
+                       version)
+    assert codes(resp) == {("t", 0): 0}
+    assert fetch(client, 8, require_stable=True)[0] == (-1, UNSTABLE_OFFSET_COMMIT)
+    assert client.call(EndTxnRequest(transactional_id="real-tx", producer_id=pid,
+                                     producer_epoch=epoch, committed=True), 3).error_code == 0
+    _eventually(lambda: fetch(client, 8, require_stable=True)[0] == (10, 0))
+    # A fenced epoch: the old producer's offsets are refused.
+    _begin(client, "real-tx")
+    resp = client.call(txn_commit(offsets={0: 11}, pid=pid, epoch=epoch, txn_id="real-tx"),
+                       version)
+    assert codes(resp) == {("t", 0): INVALID_PRODUCER_EPOCH}
+
+
+def test_txn_offset_commit_v5_adds_the_groups_partition(client: Client,
+                                                        apis: KafkaApis) -> None:
+    from samsa.protocol import EndTxnRequest
+
+    apis.services.logs.create_topic("t", 3)
+    pid, epoch = _begin(client, "tv2-tx")
+    resp = client.call(txn_commit(offsets={0: 10, 1: 11}, pid=pid, epoch=epoch,
+                                  txn_id="tv2-tx"), 5)
+    assert codes(resp) == {("t", 0): 0, ("t", 1): 0}
+    end = client.call(EndTxnRequest(transactional_id="tv2-tx", producer_id=pid,
+                                    producer_epoch=epoch, committed=False), 5)
+    assert end.error_code == 0 and end.producer_epoch == epoch + 1
+    _eventually(lambda: apis.services.groups.fetch_offsets_and_pending(
+        "g", [("t", 0), ("t", 1)])[2] == frozenset())
+    assert fetch(client, 8, require_stable=True) == {0: (-1, 0), 1: (-1, 0)}
