@@ -20,6 +20,7 @@ completed when the broker next starts.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -40,6 +41,13 @@ log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 RETRY_BACKOFF_S = 0.1
+# Test-only hook for the crash tests (tests/broker/txn/test_crash_mid_transaction.py): with
+# SAMSA_TEST_STALL_MARKERS_AFTER=N in the environment the marker thread stops for good after
+# writing N markers in this process, leaving a transaction in PREPARE_* with some of its
+# partitions marked and others not -- the state a crash between two marker writes leaves --
+# so that a test can SIGKILL the broker exactly there.  Unset (always, outside tests) it does
+# nothing.
+STALL_AFTER_ENV = "SAMSA_TEST_STALL_MARKERS_AFTER"
 
 
 class GroupTransactions(Protocol):
@@ -72,6 +80,9 @@ class MarkerWriter:
         self._on_done = on_done
         self._queue: queue.Queue[MarkerJob | None] = queue.Queue()
         self._closed = threading.Event()
+        stall_after = os.environ.get(STALL_AFTER_ENV)
+        self._stall_after = None if stall_after is None else int(stall_after)
+        self._written = 0
         self._thread = threading.Thread(target=self._run, name="txn-markers", daemon=True)
         self._thread.start()
 
@@ -100,7 +111,14 @@ class MarkerWriter:
         while remaining and not self._closed.is_set():
             failed: list[TopicPartition] = []
             for tp in remaining:
-                if not self._write_one(job, tp):
+                if self._stall_after is not None and self._written >= self._stall_after:
+                    log.warning("%s=%d: the marker thread stops before %s-%d",
+                                STALL_AFTER_ENV, self._stall_after, *tp)
+                    self._closed.wait()
+                    return
+                if self._write_one(job, tp):
+                    self._written += 1
+                else:
                     failed.append(tp)
             remaining = failed
             if remaining:
