@@ -21,6 +21,7 @@ from samsa.net.cluster import TopicPartition
 
 __all__ = [
     "DEFAULT_MAX_TRIGGER_DELAY_MS",
+    "DEFAULT_TRANSACTIONAL_ID_PREFIX",
     "EARLIEST",
     "LATEST",
     "OffsetSpec",
@@ -54,6 +55,7 @@ _REJECTED_SINK = {
 # Spark warns about and ignores these on the sink side; the source passes them through.
 _SOURCE_ONLY_CLIENT = ("group.id",)
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Spark's maxTriggerDelay default, 15m
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "spark-samsa-sink"
 # Spark's default groupIdPrefix per query kind (KafkaSourceProvider).
 _GROUP_ID_PREFIX = {True: "spark-kafka-source", False: "spark-kafka-relation"}
 _ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -144,6 +146,11 @@ class SinkOptions:
     client: Mapping[str, str]
     topic: str | None
     include_headers: bool = False
+    # The exactly-once mode (docs/spark-exactly-once.md): one transaction per task, with the
+    # micro-batch id committed as the sink group's offset on (progress_topic, 0).
+    transactional: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    progress_topic: str | None = None
 
 
 def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
@@ -379,5 +386,24 @@ def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:
     if topic is not None and not topic.strip():
         raise ConfigError("topic", "the topic option is empty; give a topic name or drop the option "
                                    "and give a 'topic' column")
-    return SinkOptions(client=client, topic=topic.strip() if topic else None,
-                       include_headers=_bool(opts, "includeheaders", "includeHeaders", False))
+    topic = topic.strip() if topic else None
+    if "transactional.id" in client:
+        raise ConfigError("kafka.transactional.id", "Kafka option 'transactional.id' is not supported: "
+                                                    "the sink derives one per task; set the option "
+                                                    "'transactional' to true (and optionally "
+                                                    "'transactionalIdPrefix') instead")
+    transactional = _bool(opts, "transactional", "transactional", False)
+    prefix = opts.get("transactionalidprefix", DEFAULT_TRANSACTIONAL_ID_PREFIX).strip()
+    if not prefix:
+        raise ConfigError("transactionalIdPrefix", "is empty; give a prefix for the sink's transactional "
+                                                   "ids or drop the option")
+    progress = (opts.get("transactionalprogresstopic") or "").strip() or topic
+    if transactional and progress is None:
+        raise ConfigError("transactionalProgressTopic",
+                          "is required with transactional=true when the rows name their topic "
+                          "(no 'topic' option): give an existing topic on whose partition 0 the "
+                          "sink commits the batch ids it wrote")
+    return SinkOptions(client=client, topic=topic,
+                       include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
+                       transactional=transactional, transactional_id_prefix=prefix,
+                       progress_topic=progress if transactional else None)

@@ -10,11 +10,14 @@ over by it.  Other columns are ignored.
 
 Throughput: each Arrow batch goes to ``KafkaProducer.send_many`` (one call per topic in it:
 no per-record futures or callbacks, records appended to the producer's batches in runs);
-write() flushes before it returns and checks the producer's counters instead (record-send-total must grow by exactly the rows sent, record-error-total must not grow), so
-a task that succeeds has all its records acknowledged: at-least-once, as Spark's Kafka sink
-(a retried or aborted task may already have produced some records).  Producers are pooled per
-worker process and client config and each write() has one to itself, which is what makes the
-counters exact.  Unless the user sets them (``kafka.linger.ms``, ``kafka.batch.size``), the
+write() flushes before it returns and checks the producer's counters instead (record-send-total
+must grow by exactly the rows sent, record-error-total must not grow), so a task that succeeds
+has all its records acknowledged: at-least-once, as Spark's Kafka sink (a retried or aborted
+task may already have produced some records).  Producers are pooled per worker process and
+client config and each write() has one to itself, which is what makes the counters exact.
+With the option ``transactional`` each task writes in one Kafka transaction instead, and a
+streaming query becomes exactly-once for read_committed readers (exactly_once.py,
+docs/spark-exactly-once.md).  Unless the user sets them (``kafka.linger.ms``, ``kafka.batch.size``), the
 sink uses bulk-friendly defaults: BULK_DEFAULTS.
 """
 
@@ -22,12 +25,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -42,20 +45,20 @@ from pyspark.sql.types import (
 )
 
 from samsa.errors import ConfigError, KafkaError
+from samsa.spark.exactly_once import (
+    TaskScope,
+    check_transactional_config,
+    task_scope,
+    write_transactionally,
+)
 from samsa.spark.options import SinkOptions
+from samsa.spark.rows import BULK_DEFAULTS, send_batch
 from samsa.spark.schema import HEADERS_TYPE
 
 __all__ = ["BULK_DEFAULTS", "SamsaCommitMessage", "SamsaStreamWriter", "SamsaWriter", "check_sink_schema",
            "write_batches"]
 
 log = logging.getLogger(__name__)
-
-# Producer settings for bulk writes, used unless the kafka.* options set them: bigger batches
-# mean fewer, larger produce requests (Kafka's 16 KiB default holds only ~130 small records).
-BULK_DEFAULTS = {"linger.ms": "5", "batch.size": str(256 * 1024)}
-
-# Batch errors kept per write, to name one in the task's failure.
-_KEPT_ERRORS = 8
 
 _idle: dict[tuple[tuple[str, str], ...], list[Any]] = {}
 _idle_lock = threading.Lock()
@@ -120,74 +123,8 @@ class SamsaCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     records: int
     partition_id: int | None = None
     batch_id: int | None = None
-
-
-def _field(batch: pa.RecordBatch, name: str) -> pa.Array | None:
-    i = batch.schema.get_field_index(name)
-    return None if i < 0 else batch.column(i)
-
-
-def _bytes_list(col: pa.Array) -> list[Any]:
-    if pa.types.is_string(col.type):
-        col = col.cast(pa.binary())
-    elif pa.types.is_large_string(col.type):
-        col = col.cast(pa.large_binary())
-    return col.to_pylist()  # type: ignore[no-any-return]
-
-
-def _timestamps_ms(col: pa.Array) -> list[int | None]:
-    """A timestamp column as ms since the epoch (None where null)."""
-    unit = col.type.unit
-    ints = col.cast(pa.int64())  # the epoch count in the column's unit, whatever its time zone
-    if ints.null_count < len(ints) and pc.min(ints).as_py() < 0:
-        raise ValueError("a row's timestamp is before 1970-01-01, which Kafka can't store; "
-                         "give a later timestamp or null (null means the time of sending)")
-    per_ms = {"s": 0, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
-    if per_ms == 0:
-        ints = pc.multiply(ints, 1000)
-    elif per_ms > 1:
-        ints = pc.divide(ints, per_ms)  # integer division; values are >= 0
-    return ints.to_pylist()  # type: ignore[no-any-return]
-
-
-def _headers_list(col: pa.Array) -> list[Any]:
-    return [[(h["key"], h["value"]) for h in hs] if hs else None for hs in col.to_pylist()]
-
-
-def _send_batch(producer: Any, batch: pa.RecordBatch, topic_option: str | None,
-                errors: list[BaseException]) -> None:
-    """Queue every row of ``batch``: one ``send_many`` per topic in the batch."""
-    n = batch.num_rows
-    value_col = _field(batch, "value")
-    assert value_col is not None  # checked on the driver
-    key_col, part_col = _field(batch, "key"), _field(batch, "partition")
-    head_col, ts_col = _field(batch, "headers"), _field(batch, "timestamp")
-    values = _bytes_list(value_col)
-    keys = _bytes_list(key_col) if key_col is not None and key_col.null_count < n else None
-    parts = part_col.to_pylist() if part_col is not None and part_col.null_count < n else None
-    stamps = _timestamps_ms(ts_col) if ts_col is not None and ts_col.null_count < n else None
-    headers = _headers_list(head_col) if head_col is not None and head_col.null_count < n else None
-    on_error = errors.append if len(errors) < _KEPT_ERRORS else None
-    if topic_option is not None:
-        producer.send_many(topic_option, values, keys, parts, stamps, headers, on_error)
-        return
-    topic_col = _field(batch, "topic")
-    assert topic_col is not None  # checked on the driver
-    if topic_col.null_count:
-        raise ConfigError("topic", "a row has a null 'topic' and no topic option is set; "
-                                   "every row needs a topic")
-    topics = topic_col.to_pylist()
-    first = topics[0]
-    if topics.count(first) == n:
-        producer.send_many(first, values, keys, parts, stamps, headers, on_error)
-        return
-    rows: dict[str, list[int]] = {}
-    for i, topic in enumerate(topics):
-        rows.setdefault(topic, []).append(i)
-    for topic, idx in rows.items():
-        def pick(items: list[Any] | None, idx: list[int] = idx) -> list[Any] | None:
-            return None if items is None else [items[i] for i in idx]
-        producer.send_many(topic, pick(values), pick(keys), pick(parts), pick(stamps), pick(headers), on_error)
+    # Transactional mode: an earlier attempt had committed this batch's partition already.
+    skipped: bool = False
 
 
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
@@ -199,7 +136,7 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> in
         before = producer.metrics()
         for batch in batches:
             if batch.num_rows:
-                _send_batch(producer, batch, options.topic, errors)
+                send_batch(producer, batch, options.topic, errors)
                 count += batch.num_rows
         producer.flush()
         after = producer.metrics()
@@ -232,8 +169,17 @@ def _task_info() -> tuple[int | None, int | None]:
 class SamsaWriter(DataSourceArrowWriter):  # type: ignore[misc]
     def __init__(self, options: SinkOptions) -> None:
         self.options = options
+        if options.transactional:
+            check_transactional_config(options)
+        # Drawn once where Spark plans the write; every task attempt gets a pickled copy, so a
+        # retry uses the same transactional id as the attempt it replaces (and fences it).
+        self.write_id = uuid.uuid4().hex if options.transactional else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SamsaCommitMessage:
+        if self.options.transactional:
+            scope = task_scope(self.write_id)
+            records, _ = write_transactionally(self.options, iterator, scope)
+            return SamsaCommitMessage(records, scope.partition_id, None)
         records = write_batches(self.options, iterator)
         partition_id, batch_id = _task_info()
         return SamsaCommitMessage(records, partition_id, batch_id)
@@ -244,21 +190,48 @@ class SamsaWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         done = sum(m.records for m in messages if isinstance(m, SamsaCommitMessage))
-        log.warning("write aborted; %d records from finished tasks stay in Kafka (at-least-once)", done)
+        if self.options.transactional:
+            log.warning("write aborted; the %d records of finished tasks are committed in their "
+                        "transactions; failed tasks' transactions are aborted", done)
+        else:
+            log.warning("write aborted; %d records from finished tasks stay in Kafka (at-least-once)", done)
 
 
 class SamsaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
     def __init__(self, options: SinkOptions) -> None:
         self.options = options
+        if options.transactional:
+            check_transactional_config(options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SamsaCommitMessage:
+        if self.options.transactional:
+            scope = task_scope()
+            records, skipped = write_transactionally(
+                self.options, iterator, scope, lambda step: self.transaction_step(step, scope))
+            return SamsaCommitMessage(records, scope.partition_id, scope.batch_id, skipped)
         records = write_batches(self.options, iterator)
         partition_id, batch_id = _task_info()
         return SamsaCommitMessage(records, partition_id, batch_id)
 
+    def transaction_step(self, step: str, scope: TaskScope) -> None:
+        """Called in the task at each step of its transaction ("sent": every row acknowledged,
+        transaction still open; "committed"); a seam for logging and crash tests."""
+        log.debug("batch %s partition %d: %s", scope.batch_id, scope.partition_id, step)
+
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        total = sum(m.records for m in messages if isinstance(m, SamsaCommitMessage))
-        log.info("batch %d: wrote %d records to Kafka", batchId, total)
+        done = [m for m in messages if isinstance(m, SamsaCommitMessage)]
+        total = sum(m.records for m in done)
+        if self.options.transactional:
+            # The tasks committed their own transactions; nothing is left to do here.
+            skipped = sum(1 for m in done if m.skipped)
+            log.info("batch %d: wrote %d records to Kafka in transactions (%d partitions already "
+                     "written by an earlier attempt)", batchId, total, skipped)
+        else:
+            log.info("batch %d: wrote %d records to Kafka", batchId, total)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning("batch %d aborted; records already produced stay in Kafka (at-least-once)", batchId)
+        if self.options.transactional:
+            log.warning("batch %d aborted; finished tasks committed their transactions and skip "
+                        "when the batch is re-run, failed tasks' transactions are aborted", batchId)
+        else:
+            log.warning("batch %d aborted; records already produced stay in Kafka (at-least-once)", batchId)
