@@ -207,3 +207,23 @@ def test_without_transactions_the_same_kill_duplicates_the_batch(
     got = Counter(read_values(bootstrap, topic, TOTAL + PER_BATCH))
     assert {v for v, n in got.items() if n > 1} == {str(i) for i in range(PER_BATCH, 2 * PER_BATCH)}
     assert sum(got.values()) == TOTAL + PER_BATCH
+
+
+def test_a_batch_write_commits_one_transaction_per_task(
+        spark: Any, broker: Broker, new_topic: Callable[..., str]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = new_topic(2)
+    rows = [(f"v{i}", i % 2) for i in range(20)]
+    df = spark.createDataFrame(rows, "value string, partition int").repartition(3)
+    (df.write.format("samsa").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+     .option("topic", topic).option("transactional", "true").mode("append").save())
+    assert sorted(read_values(broker.bootstrap_servers, topic, 20)) == sorted(v for v, _ in rows)
+    # Each task's transaction ended with a commit marker, which takes an offset of its own.
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"wm-{topic}"})
+    try:
+        for p in (0, 1):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            assert 10 < high - low <= 10 + 3
+    finally:
+        consumer.close()
