@@ -155,9 +155,20 @@ def _log_settings(d: ConfigDef) -> None:
              "Convert stored v2 batches to magic 0/1 for Fetch v0-3 (KIP-283); false answers "
              "those fetches UNSUPPORTED_VERSION.")
     d.define("log.cleanup.policy", Type.STRING, "delete", None, "delete, compact or both.")
-    d.define("log.cleaner.enable", Type.BOOLEAN, True, None, "Accepted; compaction is not run.")
-    # Broker synonyms of topic configs this node accepts and reports but does not act on
-    # (Kafka's ServerLogConfigs/CleanerConfig names and defaults).
+    # The log cleaner (Kafka's CleanerConfig names and defaults).
+    d.define("log.cleaner.enable", Type.BOOLEAN, True, None,
+             "Run the log cleaner (compaction of cleanup.policy=compact topics).")
+    d.define("log.cleaner.threads", Type.INT, 1, at_least(0), "Log cleaner threads.")
+    d.define("log.cleaner.dedupe.buffer.size", Type.LONG, 134_217_728, at_least(0),
+             "Memory of the cleaners' key -> offset maps, over all threads (24 bytes a key).")
+    d.define("log.cleaner.io.buffer.load.factor", Type.DOUBLE, 0.9, Range(0.01, 1),
+             "Share of the key map filled before a round stops adding keys.")
+    d.define("log.cleaner.io.buffer.size", Type.INT, 524_288, at_least(0),
+             "The cleaners' read/write buffers, over all threads.")
+    d.define("log.cleaner.io.max.bytes.per.second", Type.DOUBLE, 1.7976931348623157e308,
+             None, "Bytes per second all cleaners may read and write together.")
+    d.define("log.cleaner.backoff.ms", Type.LONG, 15_000, at_least(0),
+             "Sleep of a cleaner thread that found nothing to clean.")
     d.define("log.cleaner.delete.retention.ms", Type.LONG, 86_400_000, at_least(0),
              "How long delete tombstones are kept on compacted topics.")
     d.define("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, at_least(0),

@@ -53,7 +53,8 @@ class TopicSetting:
 # single-node Kafka would, so that admin tools and clients that set them keep working.
 TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
     TopicSetting("cleanup.policy", Type.LIST, "log.cleanup.policy",
-                 "delete (retention) and/or compact; compaction is not implemented"),
+                 "delete (retention) and/or compact (the log cleaner keeps the latest record "
+                 "of each key)"),
     TopicSetting("compression.type", Type.STRING, "compression.type",
                  "final compression of the topic's batches; only 'producer' is applied"),
     TopicSetting("compression.gzip.level", Type.INT, "compression.gzip.level"),
@@ -69,7 +70,8 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
                  "fsync after this many milliseconds"),
     TopicSetting("index.interval.bytes", Type.INT, "log.index.interval.bytes",
                  "bytes between offset index entries"),
-    TopicSetting("max.compaction.lag.ms", Type.LONG, "log.cleaner.max.compaction.lag.ms"),
+    TopicSetting("max.compaction.lag.ms", Type.LONG, "log.cleaner.max.compaction.lag.ms",
+                 "longest a record stays uncompacted (also caps the roll age)"),
     TopicSetting("max.message.bytes", Type.INT, "message.max.bytes",
                  "largest record batch the topic accepts"),
     TopicSetting("message.downconversion.enable", Type.BOOLEAN,
@@ -82,8 +84,10 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
                  "log.message.timestamp.before.max.ms"),
     TopicSetting("message.timestamp.type", Type.STRING, "log.message.timestamp.type",
                  "CreateTime or LogAppendTime"),
-    TopicSetting("min.cleanable.dirty.ratio", Type.DOUBLE, "log.cleaner.min.cleanable.ratio"),
-    TopicSetting("min.compaction.lag.ms", Type.LONG, "log.cleaner.min.compaction.lag.ms"),
+    TopicSetting("min.cleanable.dirty.ratio", Type.DOUBLE, "log.cleaner.min.cleanable.ratio",
+                 "dirty share of the log above which it is compacted"),
+    TopicSetting("min.compaction.lag.ms", Type.LONG, "log.cleaner.min.compaction.lag.ms",
+                 "shortest time a record stays uncompacted"),
     TopicSetting("min.insync.replicas", Type.INT, "min.insync.replicas",
                  "always satisfied on a single node"),
     TopicSetting("preallocate", Type.BOOLEAN, "log.preallocate"),
@@ -107,6 +111,8 @@ TOPIC_TO_BROKER: dict[str, str] = {name: TOPIC_SETTINGS[name].synonym for name i
     "segment.index.bytes", "flush.messages", "flush.ms", "max.message.bytes",
     "message.timestamp.type", "message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms", "cleanup.policy", "file.delete.delay.ms",
+    "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
 )}
 
 # The broker settings this package reads (the synonyms above and their coarser-unit
@@ -120,9 +126,14 @@ BROKER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in
     "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
     "num.partitions", "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
     "samsa.decompressed.batch.max.bytes",
+    # The log cleaner's (LogCleaner, CleanerConfig).
+    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
 )}
 
 _INT_SETTINGS = [n for n in BROKER_DEFAULTS if BROKER_CONFIG[n].type in (Type.INT, Type.LONG)]
+_DOUBLE_SETTINGS = [n for n in BROKER_DEFAULTS if BROKER_CONFIG[n].type == Type.DOUBLE]
 _TIMESTAMP_TYPES = BROKER_CONFIG["log.message.timestamp.type"].choices  # CreateTime, LogAppendTime
 _MIN_SEGMENT_BYTES = 14  # Kafka's hard floor (one empty batch header fits); it warns below 1 MiB
 
@@ -169,6 +180,11 @@ def resolve_broker_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
             "log.message.timestamp.type",
             f"{merged['log.message.timestamp.type']!r} is not one of {', '.join(_TIMESTAMP_TYPES)}",
         )
+    for name in _DOUBLE_SETTINGS:
+        try:
+            merged[name] = float(merged[name])
+        except (TypeError, ValueError):
+            raise ConfigError(name, f"expected a number, got {merged[name]!r}") from None
     if merged["log.segment.bytes"] < _MIN_SEGMENT_BYTES:
         raise ConfigError("log.segment.bytes", f"must be at least {_MIN_SEGMENT_BYTES}")
     return merged
@@ -184,14 +200,23 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
     for name, value in (configs or {}).items():
         if value is None:
             continue
-        if name in TOPIC_TO_BROKER and name not in ("message.timestamp.type", "cleanup.policy"):
+        if name == "min.cleanable.dirty.ratio":
+            try:
+                ratio = float(value)
+            except (TypeError, ValueError):
+                raise _error(InvalidConfigError, name, f"expected a number, got {value!r}") from None
+            if not 0 <= ratio <= 1:
+                raise _error(InvalidConfigError, name, f"{ratio} is not between 0 and 1")
+            result[name] = str(value)
+        elif name in TOPIC_TO_BROKER and name not in ("message.timestamp.type", "cleanup.policy"):
             number = _as_int(name, value, InvalidConfigError)
             if name in ("retention.ms", "retention.bytes"):
                 if number < -1:
                     raise _error(InvalidConfigError, name, "must be -1 (unlimited) or >= 0")
             elif name == "segment.bytes" and number < _MIN_SEGMENT_BYTES:
                 raise _error(InvalidConfigError, name, f"must be at least {_MIN_SEGMENT_BYTES}")
-            elif number < (1 if name in ("segment.ms", "flush.messages") else 0):
+            elif number < (1 if name in ("segment.ms", "flush.messages",
+                                         "max.compaction.lag.ms") else 0):
                 raise _error(InvalidConfigError, name, f"{number} is out of range")
             result[name] = str(number)
         elif name == "message.timestamp.type":
@@ -207,6 +232,12 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
             result[name] = ",".join(policies)
         else:
             result[name] = str(value)
+    low, high = result.get("min.compaction.lag.ms"), result.get("max.compaction.lag.ms")
+    if low is not None and high is not None and int(low) > int(high):
+        # LogConfig.validateValues
+        raise InvalidConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+            f"max.compaction.lag.ms ({high}); make the minimum lag at most the maximum")
     return result
 
 
@@ -247,6 +278,11 @@ class LogConfig:
     cleanup_policy: str = _D["log.cleanup.policy"]
     file_delete_delay_ms: int = _D["log.segment.delete.delay.ms"]
     producer_id_expiration_ms: int = _D["producer.id.expiration.ms"]
+    # Compaction (the log cleaner): tombstone / marker horizon, lags, dirty ratio.
+    delete_retention_ms: int = _D["log.cleaner.delete.retention.ms"]
+    min_compaction_lag_ms: int = _D["log.cleaner.min.compaction.lag.ms"]
+    max_compaction_lag_ms: int = _D["log.cleaner.max.compaction.lag.ms"]
+    min_cleanable_ratio: float = _D["log.cleaner.min.cleanable.ratio"]
     # What a produced batch may decompress to: the broker's setting, never below the batch
     # size the topic accepts (an uncompressed batch may be that large).
     max_decompressed_bytes: int = max(_D["samsa.decompressed.batch.max.bytes"],
@@ -281,6 +317,10 @@ class LogConfig:
             cleanup_policy=str(get("cleanup.policy")),
             file_delete_delay_ms=int(get("file.delete.delay.ms")),
             producer_id_expiration_ms=int(resolved["producer.id.expiration.ms"]),
+            delete_retention_ms=int(get("delete.retention.ms")),
+            min_compaction_lag_ms=int(get("min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(get("max.compaction.lag.ms")),
+            min_cleanable_ratio=float(get("min.cleanable.dirty.ratio")),
             max_decompressed_bytes=max(int(resolved["samsa.decompressed.batch.max.bytes"]),
                                        int(get("max.message.bytes"))),
         )

@@ -11,6 +11,7 @@ import enum
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -20,6 +21,13 @@ from samsa.broker.log.checkpoint import (
     read_epoch_checkpoint,
     write_epoch_checkpoint,
 )
+from samsa.broker.log.cleaned_segments import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    recover_swaps,
+    rename_segment_files,
+)
 from samsa.broker.log.config import LONG_MAX, LogConfig
 from samsa.broker.log.file_slice import FileSlice
 from samsa.broker.log.files import (
@@ -27,6 +35,7 @@ from samsa.broker.log.files import (
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
+    fsync_dir,
     is_segment_file_name,
     offset_from_filename,
 )
@@ -183,6 +192,8 @@ class Log:
     def _load_segments(
         self, recovery_point: int, log_start_offset: int, clean: bool, now_ms: int
     ) -> None:
+        # A log cleaner's swap interrupted by a crash: undone or completed (cleaned_segments.py).
+        recover_swaps(self.dir)
         for path in self.dir.iterdir():
             name = path.name
             if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
@@ -334,6 +345,15 @@ class Log:
         marker yet)."""
         with self._lock:
             return producer_id in self.producer_state.ongoing
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def handle_cache(self) -> HandleCache | None:
+        """The cache this log's segments open their files through (None: the shared one)."""
+        return self._files
 
     @property
     def size_bytes(self) -> int:
@@ -553,7 +573,7 @@ class Log:
             incoming_last_offset=next_offset - 1,
             now_ms=now_ms,
             segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
+            segment_ms=self._roll_ms(),
         ):
             segment = self._roll(now_ms)
         path = self._epoch_path
@@ -581,6 +601,14 @@ class Log:
             now_ms if log_append_time else -1,
             self._log_start_offset,
         )
+
+    def _roll_ms(self) -> int:
+        """segment.ms, capped for a compacted log by max.compaction.lag.ms: the active
+        segment is never cleaned (LogConfig.maxSegmentMs)."""
+        config = self.config
+        if "compact" in config.cleanup_policy:
+            return min(config.segment_ms, config.max_compaction_lag_ms)
+        return config.segment_ms
 
     def _roll(self, now_ms: int) -> LogSegment:
         """Close the active segment for appends and start a new one at the log end offset.
@@ -889,6 +917,63 @@ class Log:
                 count += 1
             self._delete_segments(count)
             return count
+
+    # -- the log cleaner (cleaner.py) --------------------------------------------------------------
+
+    def segments_snapshot(self) -> list[LogSegment]:
+        """The segments now, oldest first (the last is the active one)."""
+        with self._lock:
+            return list(self.segments)
+
+    def last_records_of_producers(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (offset of its last data batch or -1, epoch) for every producer the
+        partition knows (UnifiedLog.lastRecordsOfActiveProducers): the cleaner keeps those
+        batches so that sequences and epochs survive cleaning."""
+        with self._lock:
+            return {pid: (e.last_offset, e.epoch) for pid, e in self.producer_state.producers.items()}
+
+    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start, upper), from the segments' .txnindex."""
+        with self._lock:
+            entries = [list(s.txn_index.entries) for s in self.segments]
+        return [t for found in entries for t in found
+                if t.last_offset >= start and t.first_offset < upper]
+
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment],
+                         on_step: Callable[[str], None] | None = None) -> bool:
+        """Swap the cleaner's ``cleaned`` segment (closed, its files ``.cleaned``) in for the
+        consecutive segments ``old`` (cleaned_segments.py has the protocol).  Returns False,
+        deleting the cleaned files, if ``old`` are no longer the log's (retention, DeleteRecords
+        or truncation removed some meanwhile) or the log is closed."""
+        step = on_step or (lambda _name: None)
+        with self._lock:
+            first = next((i for i, s in enumerate(self.segments) if s is old[0]), None)
+            if (self._closed or first is None
+                    or self.segments[first:first + len(old)] != old
+                    or first + len(old) >= len(self.segments)):  # never the active segment
+                cleaned.delete()
+                return False
+            base = cleaned.base_offset
+            try:
+                rename_segment_files(self.dir, base, CLEANED_SUFFIX, SWAP_SUFFIX)
+                fsync_dir(self.dir)
+                step("swap")
+                for segment in old:
+                    segment.abandon()
+                    rename_segment_files(self.dir, segment.base_offset, "", DELETED_SUFFIX)
+                step("deleted")
+                rename_segment_files(self.dir, base, SWAP_SUFFIX, "")
+                fsync_dir(self.dir)
+                step("swapped")
+                segment = self._new_segment(base, _now_ms())
+                segment.load_or_recover()
+            except OSError as exc:
+                raise self._storage_failed("swapping in the cleaned segment of", self.dir,
+                                           exc) from exc
+            self.segments[first:first + len(old)] = [segment]
+            for path in self.dir.glob("*" + DELETED_SUFFIX):
+                path.unlink(missing_ok=True)
+            return True
 
     # -- flush / housekeeping ---------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from samsa.broker.log.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from samsa.broker.log.cleaner_manager import LogCleaner
 from samsa.broker.log.config import (
     LogConfig,
     resolve_broker_config,
@@ -140,6 +141,9 @@ class LogManager:
         self._next_expiry_ms = now + int(self.config["producer.id.expiration.check.interval.ms"])
         try:
             self._load(now)
+            # Compaction of cleanup.policy=compact logs (cleaner_manager.py); its threads
+            # start with start_background().
+            self.cleaner = LogCleaner(self.data_dir, self.config, self.logs)
         except BaseException:
             for opened in self._logs.values():
                 opened.abandon()
@@ -294,7 +298,8 @@ class LogManager:
             for partition in range(info.partitions):
                 doomed_log = self._logs.pop((name, partition), None)
                 if doomed_log is not None:
-                    doomed_log.abandon()
+                    doomed_log.abandon()  # also stops a cleaning of it (Log.closed)
+                self.cleaner.forget((name, partition))
                 directory = self.data_dir / partition_dir_name(name, partition)
                 if directory.exists():
                     doomed = directory.with_name(set_aside_dir_name(name, partition, DELETE_DIR_SUFFIX))
@@ -488,6 +493,7 @@ class LogManager:
                 target=self._run, args=(interval_s,), name="samsa-log-manager", daemon=True
             )
             self._thread.start()
+            self.cleaner.start()
 
     def _run(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
@@ -507,6 +513,9 @@ class LogManager:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        cleaner = getattr(self, "cleaner", None)
+        if cleaner is not None:
+            cleaner.close()  # a round in progress stops and deletes its .cleaned files
         with self._lock:
             if self._closed:
                 return

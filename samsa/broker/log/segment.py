@@ -60,11 +60,14 @@ class LogSegment:
         max_index_bytes: int = 10 * 1024 * 1024,
         now_ms: int = 0,
         files: HandleCache | None = None,
+        suffix: str = "",
     ) -> None:
+        # ``suffix``: ".cleaned" for a segment the log cleaner is writing (cleaner.py).
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_entries = max(max_index_bytes // 8, 1)
-        self.log_path, index_path, time_index_path = segment_paths(directory, base_offset)
+        self.log_path, index_path, time_index_path = (
+            p.with_name(p.name + suffix) for p in segment_paths(directory, base_offset))
         self._files = files if files is not None else shared_cache()
         self._path = str(self.log_path)
         self._closed = False
@@ -75,7 +78,7 @@ class LogSegment:
         self.time_index = TimeIndex(time_index_path, base_offset)
         # Kept up to date by the Log, which knows the producer state (aborted transactions).
         self.txn_index = TransactionIndex(
-            directory / (filename_prefix(base_offset) + TXN_INDEX_SUFFIX), base_offset)
+            directory / (filename_prefix(base_offset) + TXN_INDEX_SUFFIX + suffix), base_offset)
         self.created_ms = now_ms
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = NO_TIMESTAMP
