@@ -12,7 +12,7 @@ import keyword
 import uuid
 from typing import Any, ClassVar
 
-from samsa.protocol.schema import Api, StructSchema, build_struct
+from samsa.protocol.schema import Api, F, StructSchema, build_struct
 
 
 class Message:
@@ -140,3 +140,15 @@ def bind_api(api: Api) -> Api:
     api.request_schema, api.request_class = _build_side(api, "Request")
     api.response_schema, api.response_class = _build_side(api, "Response")
     return api
+
+
+def declare_struct(name: str, decls: list[F]) -> StructSchema:
+    """A standalone struct (a record key or value of an internal topic, not an API message)
+    with a message class for it and for each struct nested in it."""
+    structs: dict[str, StructSchema] = {}
+    top = build_struct(name, decls, {}, structs)
+    for schema in structs.values():  # nested structs first: parents' defaults build them
+        if schema is not top:
+            make_class(schema)
+    make_class(top)
+    return top

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from samsa.protocol.codec import decode_struct, encode_struct
-from samsa.protocol.message import make_class
-from samsa.protocol.schema import F, StructSchema, VersionRange, build_struct
+from samsa.protocol.message import declare_struct
+from samsa.protocol.schema import F, StructSchema, VersionRange
 
 _OFFSET_KEY_DECLS = [
     F("group", "string", "0-1"),
@@ -61,20 +61,10 @@ GROUP_VALUE_VERSION = 3
 _INT16 = struct.Struct(">h")
 
 
-def _declare(name: str, decls: list[F]) -> StructSchema:
-    structs: dict[str, StructSchema] = {}
-    top = build_struct(name, decls, {}, structs)
-    for schema in structs.values():  # nested structs first: parents' defaults build them
-        if schema is not top:
-            make_class(schema)
-    make_class(top)
-    return top
-
-
-OFFSET_KEY = _declare("OffsetCommitKey", _OFFSET_KEY_DECLS)
-OFFSET_VALUE = _declare("OffsetCommitValue", _OFFSET_VALUE_DECLS)
-GROUP_KEY = _declare("GroupMetadataKey", _GROUP_KEY_DECLS)
-GROUP_VALUE = _declare("GroupMetadataValue", _GROUP_VALUE_DECLS)
+OFFSET_KEY = declare_struct("OffsetCommitKey", _OFFSET_KEY_DECLS)
+OFFSET_VALUE = declare_struct("OffsetCommitValue", _OFFSET_VALUE_DECLS)
+GROUP_KEY = declare_struct("GroupMetadataKey", _GROUP_KEY_DECLS)
+GROUP_VALUE = declare_struct("GroupMetadataValue", _GROUP_VALUE_DECLS)
 _MEMBERS = next(f for f in GROUP_VALUE.fields if f.name == "members").item
 assert isinstance(_MEMBERS, StructSchema)
 MemberMetadata: Any = _MEMBERS.cls

@@ -15,8 +15,8 @@ from typing import Any
 
 from samsa.broker.txn.state import NO_PRODUCER_EPOCH, TransactionState, TxnTransit
 from samsa.protocol.codec import decode_struct, encode_struct
-from samsa.protocol.message import make_class
-from samsa.protocol.schema import F, StructSchema, VersionRange, build_struct
+from samsa.protocol.message import declare_struct
+from samsa.protocol.schema import F, StructSchema, VersionRange
 
 KEY_TYPE = 0  # the coordinator record type of transaction log records
 VALUE_VERSION = 1
@@ -44,18 +44,8 @@ _VALUE_DECLS = [
 ]
 
 
-def _declare(name: str, decls: list[F]) -> StructSchema:
-    structs: dict[str, StructSchema] = {}
-    top = build_struct(name, decls, {}, structs)
-    for schema in structs.values():  # nested structs first: parents' defaults build them
-        if schema is not top:
-            make_class(schema)
-    make_class(top)
-    return top
-
-
-KEY = _declare("TransactionLogKey", _KEY_DECLS)
-VALUE = _declare("TransactionLogValue", _VALUE_DECLS)
+KEY = declare_struct("TransactionLogKey", _KEY_DECLS)
+VALUE = declare_struct("TransactionLogValue", _VALUE_DECLS)
 _PARTITIONS = next(f for f in VALUE.fields if f.name == "transaction_partitions").item
 assert isinstance(_PARTITIONS, StructSchema)
 PartitionsSchema: Any = _PARTITIONS.cls
