@@ -104,9 +104,6 @@ GROUP_DEFAULTS: dict[str, int] = {
 }
 # A new member's parked join is dropped after this (it cannot heartbeat; Kafka's value).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
-# Rewrite a __consumer_offsets partition at start-up when its history is this many times its
-# live state (and at least this many records).
-_COMPACT_RATIO, _COMPACT_MIN_RECORDS = 4, 10_000
 
 
 @dataclass(slots=True)
@@ -981,7 +978,7 @@ class GroupCoordinator:
         if len(replay.pending):
             log.info("%d transactional offset(s) pending in open transactions",
                      len(replay.pending))
-        self._compact(replay.history)
+        # No rewrite of the topic here: the log cleaner compacts it (cleanup.policy=compact).
 
     def _restore(self, group: ClassicGroup, value: GroupValue) -> None:
         group.protocol_type = value.protocol_type or None
@@ -1000,29 +997,6 @@ class GroupCoordinator:
             group.state = group.previous_state = GroupState.STABLE
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
-
-    def _compact(self, history: list[int]) -> None:
-        live: dict[int, list[tuple[bytes, bytes | None]]] = {}
-        for group in self.groups.values():
-            partition = self.store.partition_for(group.group_id)
-            records = live.setdefault(partition, [])
-            if group.protocol_type is not None or group.members:
-                records.append(self._group_record(group))
-            for (topic, part), o in group.offsets.items():
-                records.append((offset_key(group.group_id, topic, part), offset_value(
-                    OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms))))
-        for partition, count in enumerate(history):
-            kept = live.get(partition, [])
-            if self.pending_offsets.has_open(partition):
-                # The rewrite would delete an open transaction's records before its marker.
-                continue
-            if count >= _COMPACT_MIN_RECORDS and count > _COMPACT_RATIO * len(kept):
-                log.info("__consumer_offsets-%d: rewriting %d records as %d", partition, count,
-                         len(kept))
-                try:
-                    self.store.rewrite(partition, kept)
-                except KafkaError as exc:
-                    log.warning("__consumer_offsets-%d: rewrite failed: %s", partition, exc)
 
     def close(self) -> None:
         """Stop the timers and answer parked joins and syncs (clients will retry)."""

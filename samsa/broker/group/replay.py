@@ -37,13 +37,11 @@ class Replay:
         self.offsets: dict[str, ClassicGroup] = {}
         self.metadata: dict[str, GroupValue] = {}
         self.pending = PendingTxnOffsets()
-        self.history = [0] * num_partitions  # records per partition, for the start-up rewrite
 
     def apply(self, item: StoredRecord | StoredMarker) -> None:
         if isinstance(item, StoredMarker):
             self._marker(item)
             return
-        self.history[item.partition] += 1
         try:
             key = decode_key(item.key)
             if isinstance(key, OffsetKey):

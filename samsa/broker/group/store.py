@@ -11,10 +11,9 @@ pending until the transaction coordinator's COMMIT/ABORT marker, which ``append_
 ``load`` hands back records and markers in log order so that the replay can tell them apart.
 
 The topic is created on the first write (Kafka creates it on first use too), with
-``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``.  Nothing compacts
-it in the background; instead ``rewrite`` replaces a partition's history by a snapshot of the
-live state (appended, then everything before it is deleted), which the coordinator does at
-start-up when the history has grown well beyond the live state.
+``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``: the broker's log
+cleaner keeps the last record of each key and drops tombstones after ``delete.retention.ms``,
+so the replay at start-up reads little more than the live state.
 """
 
 from __future__ import annotations
@@ -183,15 +182,6 @@ class GroupStore:
                 raise KafkaError(f"{GROUP_METADATA_TOPIC}-{partition}: no complete batch at "
                                  f"offset {position}; the log is damaged")
             position = advanced
-
-    def rewrite(self, partition: int, records: Sequence[KeyValue]) -> None:
-        """Replace the partition's history by ``records`` (the live state): append them, then
-        drop everything before.  A crash in between leaves both copies, which replay the same."""
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
-        start = plog.log_end_offset
-        if records:
-            self._append(partition, records)
-        plog.delete_records_before(start)
 
 
 def _marker_of(batch: Any) -> int | None:

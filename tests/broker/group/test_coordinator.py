@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from typing import Any
 
 import pytest
@@ -406,9 +407,18 @@ def test_group_records_go_to_the_group_partition(harness: Harness, topic: str) -
     assert harness.logs.topic(GROUP_METADATA_TOPIC).configs["cleanup.policy"] == "compact"  # type: ignore[union-attr]
 
 
-def test_start_up_rewrites_a_long_history(harness: Harness, topic: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
+def compact_offsets(harness: Harness, partitions: int = 3) -> None:
+    """Two log-cleaner rounds over every __consumer_offsets partition, the second past the
+    tombstones' delete horizon (delete.retention.ms, one day by default)."""
+    cleaner = harness.logs.cleaner.new_cleaner()
+    now = time.time_ns() // 1_000_000
+    for later in (0, 2 * 86_400_000):
+        for part in range(partitions):
+            plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
+            cleaner.clean(plog, 0, plog.active_segment.base_offset, now + later)
+
+
+def test_start_up_leaves_a_long_history_to_the_cleaner(harness: Harness, topic: str) -> None:
     for i in range(50):
         harness.coordinator.commit_offsets("solo", -1, "", None, [commit(topic, 0, i)])
     from samsa.broker.group import partition_for
@@ -417,21 +427,20 @@ def test_start_up_rewrites_a_long_history(harness: Harness, topic: str,
     plog.roll()
     c = harness.restart()
     plog = harness.logs.get_log(GROUP_METADATA_TOPIC, partition_for("solo", 3))
-    assert plog.log_start_offset == 50 and plog.log_end_offset == 51
-    assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
+    assert plog.log_start_offset == 0 and plog.log_end_offset == 50  # not rewritten
+    compact_offsets(harness)
     c = harness.restart()
+    assert [item.offset for item in c.store.load()] == [49]
     assert c.fetch_offsets("solo", [(topic, 0)])[1][(topic, 0)].offset == 49  # type: ignore[union-attr]
 
 
-def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
-        harness: Harness, topic: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cleaner_keeps_every_live_offset_of_every_group(harness: Harness, topic: str) -> None:
     """Several groups per __consumer_offsets partition, each with commits of several partitions
     of several topics, overwritten many times, some deleted (OffsetDelete, DeleteGroups): the
-    start-up rewrite keeps exactly the live records (Kafka's compaction of the topic: the last
-    value per key, no tombstoned key), and they replay to the same state."""
+    log cleaner keeps exactly the live records (the last value per key, no tombstoned key once
+    its delete horizon passed), and they replay to the same state."""
     from samsa.broker.group import partition_for
 
-    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
     harness.logs.create_topic("u", 2)
     c = harness.coordinator
     tps = [(topic, p) for p in range(3)] + [("u", p) for p in range(2)]
@@ -474,7 +483,8 @@ def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
         plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
         plog.roll()
         ends[part] = plog.log_end_offset
-        assert ends[part] > 4 * live_records[part]  # long enough to be rewritten
+        assert ends[part] > 4 * live_records[part]
+    compact_offsets(harness)
 
     for restart in range(2):
         c = harness.restart()
@@ -492,7 +502,7 @@ def test_start_up_rewrite_keeps_every_live_offset_of_every_group(
             keys[item.partition].append(item.key)
         for part in range(3):
             plog = harness.logs.get_log(GROUP_METADATA_TOPIC, part)
-            assert plog.log_start_offset == ends[part], part
+            assert plog.log_start_offset == 0 and plog.log_end_offset == ends[part], part
             assert len(keys[part]) == len(set(keys[part])) == live_records[part], part
 
 

@@ -1,4 +1,4 @@
-"""JoinGroup / SyncGroup edge cases, close, and __consumer_offsets loading and start-up rewrite,
+"""JoinGroup / SyncGroup edge cases, close, and __consumer_offsets loading and compaction,
 driven directly through GroupCoordinator (more in test_coordinator.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from samsa.broker.group import GroupCoordinator, GroupState, PartitionCommit, partition_for
-from samsa.broker.group import coordinator as coordinator_module
 from samsa.broker.group.records import group_key, offset_key
 from samsa.broker.group.store import GROUP_METADATA_TOPIC
 from samsa.broker.log import LogManager
@@ -220,7 +219,7 @@ def test_groups_after_one_without_offsets_are_still_loaded(harness: Harness) -> 
     assert c.fetch_offsets("b", [("t", 0)])[1][("t", 0)].offset == 2  # type: ignore[union-attr]
 
 
-# -- the start-up rewrite ------------------------------------------------------------------------
+# -- __consumer_offsets compacted by the log cleaner ----------------------------------------------
 
 
 def offsets_log(h: Harness, group: str) -> Any:
@@ -235,55 +234,32 @@ def history_of(h: Harness, group: str, commits: int, *, records: int = 1) -> Non
     offsets_log(h, group).roll()
 
 
-@pytest.fixture
-def min_records_10(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
+def test_the_cleaner_compacts_the_offsets_topic_and_keeps_an_empty_group(harness: Harness) -> None:
     harness.logs.create_topic("t", 3)
-
-
-@pytest.mark.usefixtures("min_records_10")
-def test_a_partition_of_deleted_groups_is_rewritten_empty(harness: Harness) -> None:
-    history_of(harness, "solo", 12)
-    assert harness.coordinator.delete_groups(["solo"]) == [0]
-    offsets_log(harness, "solo").roll()
-    harness.restart()
-    plog = offsets_log(harness, "solo")
-    assert plog.log_start_offset == plog.log_end_offset == 14  # 12 commits + 2 tombstones
-
-
-@pytest.mark.usefixtures("min_records_10")
-def test_the_rewrite_starts_at_exactly_the_minimum_history(harness: Harness) -> None:
-    history_of(harness, "solo", 10)  # 10 records, 1 live
-    harness.restart()
-    assert offsets_log(harness, "solo").log_start_offset == 10
-
-
-@pytest.mark.usefixtures("min_records_10")
-def test_no_rewrite_when_history_is_only_four_times_the_live_state(harness: Harness) -> None:
-    history_of(harness, "solo", 4, records=3)  # 12 records, 3 live: not more than 4x
-    harness.restart()
-    assert offsets_log(harness, "solo").log_start_offset == 0
-
-
-@pytest.mark.usefixtures("min_records_10")
-def test_the_load_counts_each_record_once(harness: Harness) -> None:
-    history_of(harness, "solo", 9)  # 9 records: under the minimum
-    harness.restart()
-    assert offsets_log(harness, "solo").log_start_offset == 0
-
-
-@pytest.mark.usefixtures("min_records_10")
-def test_the_rewrite_keeps_an_empty_consumer_group(harness: Harness) -> None:
     (a,) = harness.stable_group("solo", members=1)
     harness.coordinator.leave_group("solo", [(a.member_id, None)])
     assert harness.coordinator.groups["solo"].state == GroupState.EMPTY
     history_of(harness, "solo", 12)
-    c = harness.restart()
-    assert offsets_log(harness, "solo").log_start_offset > 0  # rewritten
+    # The broker's cleaner thread picks the dirtiest compacted log: __consumer_offsets here.
+    cleaner = harness.logs.cleaner
+    assert cleaner.clean_filthiest(cleaner.new_cleaner())
+    plog = offsets_log(harness, "solo")
+    kept = [(o, k) for o, k, _ in _stored(plog)]
+    assert len(kept) == 2  # the group record and the last commit
     c = harness.restart()
     d = c.describe_group("solo")
     assert (d.state, d.protocol_type) == ("Empty", "consumer")
+    assert c.fetch_offsets("solo", [("t", 0)])[1][("t", 0)].offset == 11  # type: ignore[union-attr]
 
+
+def _stored(plog: Any) -> list[tuple[int, bytes | None, bytes | None]]:
+    from samsa.records import iter_batches
+
+    rows = []
+    for segment in plog.segments_snapshot():
+        for batch in iter_batches(segment.read_bytes(0, segment.size)):
+            rows.extend((r.offset, r.key, r.value) for r in batch)
+    return rows
 
 
 # -- SyncGroup -----------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from samsa.broker.group import GroupCoordinator, PartitionCommit
-from samsa.broker.group import coordinator as coordinator_module
 from samsa.broker.group.offsets import OffsetAndMetadata
 from samsa.broker.group.store import GROUP_METADATA_TOPIC, StoredMarker, StoredRecord
 from samsa.broker.group.txn_offsets import PendingOffset, PendingTxnOffsets
@@ -243,21 +242,33 @@ def test_store_load_yields_records_and_markers_in_log_order(h: Harness) -> None:
     assert (items[2].producer_id, items[2].commit) == (PID, False)
 
 
-def test_start_up_rewrite_skips_a_partition_with_an_open_transaction(
-        h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(coordinator_module, "_COMPACT_MIN_RECORDS", 10)
+def test_the_cleaner_stops_at_an_open_transaction_of_the_offsets_topic(h: Harness) -> None:
     c = h.coordinator
     part = c.partition_for("g")
     for i in range(20):
         assert c.commit_offsets("g", -1, "", None, [commit(0, i)]) == [0]
     assert txn_commit(c, "g", commit(1, 99)) == [0]
-    c = h.restart()
     plog = h.logs.get_log(GROUP_METADATA_TOPIC, part)
-    assert plog.log_start_offset == 0  # not rewritten: the transaction's record is kept
+    plog.roll()
+    assert c.commit_offsets("g", -1, "", None, [commit(0, 20)]) == [0]
+    # Below the LSO (the open transaction's first offset) only: its record stays pending.
+    found = h.logs.cleaner.dirtiness((GROUP_METADATA_TOPIC, part), plog)
+    assert found.first_uncleanable == plog.last_stable_offset == 20
+    cleaner = h.logs.cleaner.new_cleaner()
+    cleaner.clean(plog, 0, found.first_uncleanable, found_now())
+    offsets = [item.offset for item in c.store.load() if item.partition == part]
+    assert offsets == [19, 20, 21]  # superseded commits gone; the transaction's record kept
+    c = h.restart()
+    assert pending(c, "g") == frozenset({("t", 1)})
     c.complete_transaction(part, PID, EPOCH, True, 0)
-    c = h.restart()  # now it is rewritten, the committed transaction's offset kept
-    assert h.logs.get_log(GROUP_METADATA_TOPIC, part).log_start_offset > 0
-    assert (committed(c, "g", 0), committed(c, "g", 1)) == (19, 99)
+    c = h.restart()
+    assert (committed(c, "g", 0), committed(c, "g", 1)) == (20, 99)
+
+
+def found_now() -> int:
+    import time
+
+    return time.time_ns() // 1_000_000
 
 
 # -- deletion -------------------------------------------------------------------------------------
