@@ -721,10 +721,19 @@ class Log:
         """(index of the segment read, its bytes from ``fetch_offset``), or None."""
         limit_index, limit_position = self._position_of(max_offset)
         i = max(bisect.bisect_right(self._bases(), fetch_offset) - 1, 0)
+        compacted = "compact" in self.config.cleanup_policy
         while i <= limit_index:
             segment = self.segments[i]
             max_position = limit_position if i == limit_index else None
             found = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
+            if found is not None and compacted and i < limit_index and _only_empty_batches(
+                    segment, found):
+                # The rest of the segment is record-less batches the cleaner kept (a group's or
+                # a producer's last): go on to the next segment, as Kafka's read passes a
+                # segment it emptied.  A fetch answered with empty batches alone makes
+                # librdkafka double its fetch size, and fail with MSG_SIZE_TOO_LARGE after ten
+                # such answers in a row.
+                found = None
             if found is not None:
                 return i, found
             i += 1
@@ -1064,3 +1073,16 @@ class Log:
             f"end={self._log_end_offset}, segments={len(self.segments)})"
         )
 
+
+def _only_empty_batches(segment: LogSegment, found: FileSlice) -> bool:
+    """True if ``found`` runs to the end of ``segment`` and holds whole batches without records
+    only (a partial batch at the end of a short read is not taken for an empty one)."""
+    end = found.position + found.size
+    if end != segment.size:
+        return False
+    position = found.position
+    for batch in segment.iter_batches(position, end):
+        if batch.header.records_count:
+            return False
+        position = batch.position + batch.header.size
+    return position == end and found.size > 0
