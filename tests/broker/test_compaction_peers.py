@@ -1,0 +1,287 @@
+"""Log compaction against real peers (issue 16's "Done when"), on a ``samsa broker`` subprocess.
+
+* confluent-kafka writes 200,000 updates over 2,000 keys (200 of them deleted by a tombstone)
+  to a compacted topic with small segments; once the cleaner's checkpoint reaches the active
+  segment, confluent-kafka, kafka-python and samsa's consumer each read exactly what Kafka's
+  cleaner leaves: the latest record of every key below the checkpoint (tombstones included,
+  their delete horizon not yet passed) and everything above it, offsets increasing with gaps;
+  the log on disk is a small fraction of what was written.  Once the tombstones' delete horizon
+  (delete.retention.ms after that cleaning) has passed and more writes make the log dirty again,
+  the next cleaning removes them: no deleted key is read at all.
+* Idempotent producers (samsa's and confluent-kafka's) keep producing to a compacted topic
+  while the cleaner cleans it, across a SIGKILL and restart of the broker (producer state
+  rebuilt from the cleaned log): no OutOfOrderSequence or UnknownProducerId error, and every
+  acknowledged record is read at its offset unless a later record of its key superseded it.
+
+The cleaner is awaited through its ``cleaner-offset-checkpoint`` file (no timed assertions);
+topics are created with min.cleanable.dirty.ratio=1.0 (never cleanable) and lowered once the
+data is written, so what a cleaning sees is known.  With log.cleaner.enable=false these tests
+fail waiting for the checkpoint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from samsa.broker.log.checkpoint import read_offset_checkpoint
+from samsa.broker.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
+from samsa.records import iter_batches
+
+Row = tuple[int, bytes, bytes | None]  # offset, key, value
+
+KEYS = 2_000
+ROUNDS = 100  # KEYS * ROUNDS = 200,000 updates
+DELETE_ROUND = 90  # deleted keys get their tombstone in this round, then no more updates
+SEGMENT_BYTES = 64 * 1024
+DELETE_RETENTION_MS = 2_000
+CLEANER = {"log.cleaner.backoff.ms": 50}
+
+
+def is_deleted(k: int) -> bool:
+    return k % 10 == 3
+
+
+def key_of(k: int) -> bytes:
+    return b"key-%05d" % k
+
+
+# --- waiting on the broker ----------------------------------------------------------------------
+
+
+def cleaner_checkpoint(data_dir: Path, topic: str, partition: int = 0) -> int:
+    return read_offset_checkpoint(data_dir / CLEANER_OFFSET_CHECKPOINT).get((topic, partition), -1)
+
+
+def segment_bases(data_dir: Path, topic: str, partition: int = 0) -> list[int]:
+    return sorted(int(p.stem) for p in (data_dir / f"{topic}-{partition}").glob("*.log"))
+
+
+def log_bytes(data_dir: Path, topic: str, partition: int = 0) -> int:
+    return sum(p.stat().st_size for p in (data_dir / f"{topic}-{partition}").glob("*.log"))
+
+
+def wait_cleaned_to(broker: Any, topic: str, offset: int, timeout_s: float = 120.0) -> int:
+    """Wait until the cleaner's checkpoint of ``topic``-0 reaches ``offset``; returns it."""
+    deadline = time.monotonic() + timeout_s
+    while (reached := cleaner_checkpoint(broker.data_dir, topic)) < offset:
+        if not broker.is_running():
+            raise AssertionError(f"the broker died: {broker.stderr_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the cleaner's checkpoint of {topic}-0 is at {reached}, not yet at {offset}, "
+                f"after {timeout_s:.0f} s (is the cleaner running? log.cleaner.enable); broker "
+                f"stderr: {broker.stderr_text()[-3000:]}")
+        time.sleep(0.05)
+    return reached
+
+
+def create_topic(bootstrap: str, topic: str, configs: dict[str, str]) -> Any:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
+    return admin
+
+
+def alter_topic(admin: Any, topic: str, configs: dict[str, str]) -> None:
+    """AlterConfigs replaces the topic's whole set of overrides: pass them all."""
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource("topic", topic, set_config=configs)
+    admin.alter_configs([resource])[resource].result(30)
+
+
+# --- the three readers ----------------------------------------------------------------------------
+
+
+def read_confluent(bootstrap: str, topic: str, end: int) -> list[Row]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-reader",
+                         "enable.auto.commit": False, "check.crcs": True})
+    rows: list[Row] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 60
+        while (not rows or rows[-1][0] < end - 1) and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.5):
+                assert msg.error() is None, msg.error()
+                rows.append((msg.offset(), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return rows
+
+
+def read_kafka_python(bootstrap: str, topic: str, end: int) -> list[Row]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             check_crcs=True, max_poll_records=10_000)
+    rows: list[Row] = []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + 60
+        while (not rows or rows[-1][0] < end - 1) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                rows.extend((r.offset, r.key, r.value) for r in records)
+    finally:
+        consumer.close()
+    return rows
+
+
+def read_samsa(bootstrap: str, topic: str, end: int) -> list[Row]:
+    from samsa.consumer import KafkaConsumer, TopicPartition
+
+    rows: list[Row] = []
+    with KafkaConsumer({"bootstrap.servers": bootstrap, "enable.auto.commit": False,
+                        "check.crcs": True}) as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + 60
+        while (not rows or rows[-1][0] < end - 1) and time.monotonic() < deadline:
+            rows.extend((r.offset, r.key, r.value) for r in consumer.poll(0.5))
+    return rows
+
+
+READERS: dict[str, Callable[[str, str, int], list[Row]]] = {
+    "confluent-kafka": read_confluent, "kafka-python": read_kafka_python, "samsa": read_samsa}
+
+
+def compacted_view(written: list[Row], cleaned_to: int, *, tombstones: bool) -> list[Row]:
+    """What a cleaning up to ``cleaned_to`` leaves of ``written``: below it the latest record of
+    each key (a tombstone too while ``tombstones``), from it on everything."""
+    last: dict[bytes, int] = {}
+    for offset, key, _ in written:
+        if offset < cleaned_to:
+            last[key] = offset
+    return [(offset, key, value) for offset, key, value in written
+            if offset >= cleaned_to
+            or (last[key] == offset and (value is not None or tombstones))]
+
+
+def check_readers(bootstrap: str, topic: str, written: list[Row], expected: list[Row]) -> None:
+    end = written[-1][0] + 1
+    live = {key: value for _, key, value in written}
+    for name, read in READERS.items():
+        rows = read(bootstrap, topic, end)
+        offsets = [offset for offset, _, _ in rows]
+        assert all(a < b for a, b in itertools.pairwise(offsets)), \
+            f"{name}: offsets not strictly increasing"
+        assert len(rows) < end, f"{name}: {len(rows)} records for {end} offsets: no gaps"
+        missing = sorted(set(expected) - set(rows))[:5]
+        extra = sorted(set(rows) - set(expected))[:5]
+        assert rows == expected, f"{name}: missing {missing}, unexpected {extra}"
+        # The reader's final view: the latest value of every live key.
+        seen = {key: value for _, key, value in rows}
+        assert {k: v for k, v in seen.items() if v is not None} == \
+            {k: v for k, v in live.items() if v is not None}, f"{name}: wrong latest values"
+
+
+# --- 1. 200,000 updates, three readers, tombstones gone after delete.retention.ms -----------------
+
+
+def produce_updates(bootstrap: str, topic: str, updates: list[tuple[bytes, bytes | None]]
+                    ) -> list[Row]:
+    """confluent-kafka (idempotent, acks=all) writes ``updates``; returns them with offsets."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+    written: list[Row] = []
+    errors: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            written.append((msg.offset(), msg.key(), msg.value()))
+
+    for key, value in updates:
+        while True:
+            try:
+                producer.produce(topic, value, key=key, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    assert producer.flush(120) == 0, "records unacknowledged after 120 s"
+    assert not errors, errors[:5]
+    assert len(written) == len(updates)
+    written.sort()
+    return written
+
+
+def phase_one_updates() -> list[tuple[bytes, bytes | None]]:
+    updates: list[tuple[bytes, bytes | None]] = []
+    for r in range(ROUNDS):
+        for k in range(KEYS):
+            if is_deleted(k) and r == DELETE_ROUND:
+                updates.append((key_of(k), None))
+            elif is_deleted(k) and r > DELETE_ROUND:
+                # Deleted keys stay deleted: this slot updates their (live) neighbour.
+                updates.append((key_of(k + 1), b"v-%d-%d-n" % (k + 1, r)))
+            else:
+                updates.append((key_of(k), b"v-%d-%d" % (k, r)))
+    return updates
+
+
+def max_delete_horizon(data_dir: Path, topic: str) -> int:
+    """The latest KIP-534 delete horizon stamped on a stored batch (-1 if none)."""
+    horizon = -1
+    for path in sorted((data_dir / f"{topic}-0").glob("*.log")):
+        for batch in iter_batches(path.read_bytes(), check_crcs=True):
+            if batch.header.has_delete_horizon:
+                horizon = max(horizon, batch.header.base_timestamp)
+    return horizon
+
+
+def test_three_readers_see_the_compacted_log_and_no_deleted_key_after_retention(
+        broker_process: Callable[..., Any]) -> None:
+    broker = broker_process(CLEANER).start()
+    topic = "changelog"
+    configs = {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
+               "delete.retention.ms": str(DELETE_RETENTION_MS),
+               "min.cleanable.dirty.ratio": "1.0"}
+    admin = create_topic(broker.bootstrap_servers, topic, configs)
+
+    updates = phase_one_updates()
+    assert len(updates) == 200_000
+    written = produce_updates(broker.bootstrap_servers, topic, updates)
+    assert [offset for offset, _, _ in written] == list(range(len(updates)))
+    written_bytes = log_bytes(broker.data_dir, topic)
+    active_base = segment_bases(broker.data_dir, topic)[-1]
+    # Every tombstone is in an inactive (cleanable) segment.
+    assert max(o for o, _, v in written if v is None) < active_base
+
+    alter_topic(admin, topic, {**configs, "min.cleanable.dirty.ratio": "0.01"})
+    cleaned_to = wait_cleaned_to(broker, topic, active_base)
+    assert cleaned_to == active_base  # the active segment is never cleaned
+    assert log_bytes(broker.data_dir, topic) < written_bytes // 10, \
+        f"log {log_bytes(broker.data_dir, topic)} bytes after cleaning, {written_bytes} before"
+    # Tombstones are kept until their delete horizon: readers see them (value None).
+    check_readers(broker.bootstrap_servers, topic, written,
+                  compacted_view(written, cleaned_to, tombstones=True))
+
+    # Past the tombstones' delete horizon, more updates (of live keys) make the log dirty
+    # again and the next cleaning drops the tombstones.
+    horizon = max_delete_horizon(broker.data_dir, topic)
+    assert horizon > 0, "no batch carries a delete horizon after the first cleaning"
+    while time.time() * 1000 <= horizon:
+        time.sleep(0.05)
+    more = [(key_of(k), b"w-%d-%d" % (k, r)) for r in range(10) for k in range(KEYS)
+            if not is_deleted(k)]
+    written += produce_updates(broker.bootstrap_servers, topic, more)
+    assert [offset for offset, _, _ in written] == list(range(len(written)))
+    active_base = segment_bases(broker.data_dir, topic)[-1]
+    cleaned_to = wait_cleaned_to(broker, topic, active_base)
+    expected = compacted_view(written, cleaned_to, tombstones=False)
+    deleted = {key_of(k) for k in range(KEYS) if is_deleted(k)}
+    assert not [row for row in expected if row[1] in deleted]
+    check_readers(broker.bootstrap_servers, topic, written, expected)
