@@ -260,11 +260,12 @@ class AdminClient:
 
     def describe_configs(self, topics: Iterable[str] = (), broker: int | Iterable[int] | None = None,
                          *, resources: Iterable[ConfigResource] = (),
-                         include_synonyms: bool = False,
+                         include_synonyms: bool = False, keys: Sequence[str] | None = None,
                          timeout_ms: float | None = None, raise_errors: bool = True,
                          ) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
         """Every setting of the given topics, brokers (by id) and other ``resources`` (a
-        group, the brokers' dynamic defaults) with its value and source.
+        group, the brokers' dynamic defaults) with its value and source; only the settings
+        named in ``keys`` if given.
         Returns ``{ConfigResource: {name: ConfigEntry}}``; a missing topic raises
         UnknownTopicOrPartitionError."""
         brokers = [] if broker is None else [broker] if isinstance(broker, int) else list(broker)
@@ -291,7 +292,8 @@ class AdminClient:
                 version, body = self._send(node, ApiKey.DESCRIBE_CONFIGS, None, None, deadline,
                                            functools.partial(m.describe_configs_request,
                                                              resources=group,
-                                                             include_synonyms=include_synonyms))
+                                                             include_synonyms=include_synonyms,
+                                                             keys=keys))
                 out.update(m.parse_describe_configs(version, body))
             return out
 

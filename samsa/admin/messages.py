@@ -196,10 +196,12 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
 
 
 def describe_configs_request(version: int, resources: Sequence[ConfigResource],
-                             include_synonyms: bool = False) -> Message:
+                             include_synonyms: bool = False,
+                             keys: Sequence[str] | None = None) -> Message:
     R = DescribeConfigsRequest
+    wanted = None if keys is None else list(keys)
     return R(resources=[R.DescribeConfigsResource(resource_type=int(r.type),
-                                                  resource_name=r.name, configuration_keys=None)
+                                                  resource_name=r.name, configuration_keys=wanted)
                         for r in resources],
              include_synonyms=include_synonyms)
 

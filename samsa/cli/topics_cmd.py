@@ -2,7 +2,8 @@
 
 ``describe`` prints kafka-topics.sh's layout: one tab-separated line per topic (Topic, TopicId,
 PartitionCount, ReplicationFactor, Configs = the settings that differ from the defaults), then
-one indented line per partition (Topic, Partition, Leader, Replicas, Isr).  Failures print
+one indented line per partition (Topic, Partition, Leader, Replicas, Isr, and for a compacted
+topic on a samsa broker the log cleaner's DirtyRatio).  Failures print
 ``Error: ...`` on stderr and exit with status 1.
 """
 
@@ -118,13 +119,38 @@ def describe_cmd(bootstrap_server: str, admin_properties: tuple[str, ...], timeo
             configs = admin.describe_configs(names)
         except UnsupportedVersionError:
             configs = {}  # a broker without DescribeConfigs (librdkafka's mock)
+        dirty = _dirty_ratios(admin, configs)
         for name in names:
-            click.echo(_describe_lines(descriptions[name], configs))
+            click.echo(_describe_lines(descriptions[name], configs, dirty.get(name, {})))
 
 
-def _describe_lines(description: Any, configs: dict[Any, Any]) -> str:
+def _dirty_ratios(admin: Any, configs: dict[Any, Any]) -> dict[str, dict[int, str]]:
+    """The cleaner's dirty ratio per partition of each compacted topic, from a samsa broker
+    (CLEANER_DIRTY_RATIO_CONFIG); nothing from a Kafka broker, which does not answer it."""
+    from samsa.protocol.config_types import CLEANER_DIRTY_RATIO_CONFIG
+
+    compacted = [resource for resource, entries in configs.items()
+                 if isinstance(entries, dict) and "cleanup.policy" in entries
+                 and "compact" in (entries["cleanup.policy"].value or "")]
+    if not compacted:
+        return {}
+    answers = admin.describe_configs(resources=compacted, keys=[CLEANER_DIRTY_RATIO_CONFIG],
+                                     raise_errors=False)
+    ratios: dict[str, dict[int, str]] = {}
+    for resource, entries in answers.items():
+        entry = entries.get(CLEANER_DIRTY_RATIO_CONFIG) if isinstance(entries, dict) else None
+        if entry is None or not entry.value:
+            continue
+        pairs = (item.split(":", 1) for item in entry.value.split(","))
+        ratios[resource.name] = {int(partition): ratio for partition, ratio in pairs}
+    return ratios
+
+
+def _describe_lines(description: Any, configs: dict[Any, Any],
+                    dirty: dict[int, str] | None = None) -> str:
     from samsa.admin import ConfigResource
 
+    dirty = dirty or {}
     entries = configs.get(ConfigResource.topic(description.name), {})
     overrides = ",".join(f"{k}={'<sensitive>' if e.sensitive else e.value}"
                          for k, e in sorted(entries.items()) if not e.is_default)
@@ -136,7 +162,8 @@ def _describe_lines(description: Any, configs: dict[Any, Any]) -> str:
         leader = "none" if p.leader is None else p.leader
         lines.append(f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {leader}"
                      f"\tReplicas: {','.join(map(str, p.replicas))}"
-                     f"\tIsr: {','.join(map(str, p.isr))}")
+                     f"\tIsr: {','.join(map(str, p.isr))}"
+                     + (f"\tDirtyRatio: {dirty[p.partition]}" if p.partition in dirty else ""))
     return "\n".join(lines)
 
 

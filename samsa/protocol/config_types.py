@@ -27,3 +27,10 @@ class AlterConfigOpType(enum.IntEnum):
     DELETE = 1
     APPEND = 2
     SUBTRACT = 3
+
+
+# Not a Kafka config: the log cleaner's dirty ratio of each partition of a compacted topic, as
+# "<partition>:<ratio>,..." (Kafka shows it only as the LogCleaner max-dirty-percent metric).  A
+# samsa broker answers it in DescribeConfigs only when a request names it, so clients that list
+# a topic's configs never see it; `samsa topics describe` asks for it.
+CLEANER_DIRTY_RATIO_CONFIG = "samsa.cleaner.dirty.ratio"

@@ -49,7 +49,7 @@ def test_create_list_describe_alter_delete(broker: Broker) -> None:
                         "ReplicationFactor: 1\tConfigs: cleanup.policy=compact,retention.ms=60000")
     node = broker.node.node_id
     assert lines[1:] == [f"\tTopic: orders\tPartition: {p}\tLeader: {node}\tReplicas: {node}"
-                         f"\tIsr: {node}" for p in range(3)]
+                         f"\tIsr: {node}\tDirtyRatio: 0.000" for p in range(3)]
 
     # Without --topic: every topic, each with its partition lines.
     result = topics(bs, "describe")
@@ -160,3 +160,26 @@ def test_real_subprocess(broker: Broker) -> None:
     assert again.returncode == 1
     assert again.stdout == ""
     assert again.stderr.startswith("Error: TOPIC_ALREADY_EXISTS")
+
+
+def test_describe_shows_the_dirty_ratio_of_a_compacted_topic(broker: Broker) -> None:
+    from samsa import KafkaProducer
+
+    bs = broker.bootstrap_servers
+    # A ratio the cleaner never reaches keeps it from cleaning while we look.
+    assert topics(bs, "create", "-t", "changelog", "--config", "cleanup.policy=compact",
+                  "--config", "segment.bytes=1024",
+                  "--config", "min.cleanable.dirty.ratio=0.99").exit_code == 0
+    with KafkaProducer({"bootstrap.servers": bs, "linger.ms": 0}) as producer:
+        for i in range(40):  # one key: every segment but the last holds only superseded values
+            producer.send("changelog", key=b"k", value=b"v%03d" % i + b"." * 100).get(10)
+    result = topics(bs, "describe", "--topic", "changelog")
+    assert result.exit_code == 0, result.output
+    partition_line = result.output.splitlines()[1]
+    ratio = float(partition_line.rsplit("DirtyRatio: ", 1)[1])
+    assert 0.5 < ratio <= 1.0
+    # Not a Kafka config: a client listing the topic's configs does not get it.
+    with AdminClient(bootstrap_servers=bs) as admin:
+        configs = admin.describe_configs(["changelog"])
+    assert not any(name.startswith("samsa.") for entries in configs.values()
+                   for name in entries)  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from samsa.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from samsa.broker.log import BROKER_DEFAULTS
 from samsa.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from samsa.protocol import DescribeConfigsResponse
-from samsa.protocol.config_types import ConfigResourceType
+from samsa.protocol.config_types import CLEANER_DIRTY_RATIO_CONFIG, ConfigResourceType
 from samsa.security.acl import AclOperation
 
 TOPIC_RESOURCE = int(ConfigResourceType.TOPIC)
@@ -157,6 +157,23 @@ def group_config_entries(services: BrokerServices) -> list[ConfigEntry]:
     return entries
 
 
+def _dirty_ratio_entry(services: BrokerServices, topic: str, partitions: int) -> ConfigEntry:
+    """The cleaner's dirty ratio (dirty bytes / cleanable bytes, LogCleanerManager's
+    cleanableRatio) of each partition of a compacted topic; no value for other topics."""
+    cleaner = services.logs.cleaner
+    ratios = []
+    for partition in range(partitions):
+        plog = services.get_log(topic, partition)
+        if plog is None or "compact" not in plog.config.cleanup_policy.split(","):
+            return ConfigEntry(CLEANER_DIRTY_RATIO_CONFIG, None, ConfigSource.UNKNOWN,
+                               ConfigType.STRING, read_only=True)
+        ratio = cleaner.dirtiness((topic, partition), plog).ratio
+        ratios.append(f"{partition}:{ratio:.3f}")
+    return ConfigEntry(CLEANER_DIRTY_RATIO_CONFIG, ",".join(ratios), ConfigSource.UNKNOWN,
+                       ConfigType.STRING, "The log cleaner's dirty ratio per partition.",
+                       read_only=True)
+
+
 def _result(version: int, entries: list[ConfigEntry], keys: list[str] | None,
             include_synonyms: bool, include_docs: bool) -> list[ResourceResult]:
     wanted = None if keys is None else set(keys)
@@ -202,6 +219,8 @@ def handle_describe_configs(services: BrokerServices,
                                       f"topic {name!r} does not exist"))
                 continue
             entries = topic_config_entries(services, info.configs)
+            if CLEANER_DIRTY_RATIO_CONFIG in (resource.configuration_keys or ()):
+                entries.append(_dirty_ratio_entry(services, name, info.partitions))
         elif rtype == BROKER_RESOURCE:
             if name == "":
                 entries = dynamic_default_entries(services)
