@@ -285,3 +285,110 @@ def test_three_readers_see_the_compacted_log_and_no_deleted_key_after_retention(
     deleted = {key_of(k) for k in range(KEYS) if is_deleted(k)}
     assert not [row for row in expected if row[1] in deleted]
     check_readers(broker.bootstrap_servers, topic, written, expected)
+
+
+# --- 3. idempotent producers during cleaning, across a SIGKILL ----------------------------------
+
+
+def test_idempotent_producers_keep_producing_while_the_cleaner_cleans(
+        broker_process: Callable[..., Any]) -> None:
+    from confluent_kafka import Producer
+
+    from samsa.producer.producer import KafkaProducer
+
+    # Every acknowledged batch on disk before its answer, so the SIGKILL loses none.
+    broker = broker_process({**CLEANER, "log.flush.interval.messages": 1}).start()
+    topic = "idem-changelog"
+    create_topic(broker.bootstrap_servers, topic,
+                 {"cleanup.policy": "compact", "segment.bytes": "16384",
+                  "min.cleanable.dirty.ratio": "0.01"})
+    acked: dict[bytes, tuple[int, bytes]] = {}  # value -> (offset, key)
+    errors: list[str] = []
+
+    def on_confluent(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(f"confluent-kafka: {err}")
+        else:
+            acked[msg.value()] = (msg.offset(), msg.key())
+
+    def fatal(err: Any) -> None:  # connection errors while the broker is down are not
+        if err.fatal():
+            errors.append(f"confluent-kafka fatal error: {err}")
+
+    confluent = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
+                          "enable.idempotence": True, "linger.ms": 2, "batch.num.messages": 50,
+                          "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
+                          "retry.backoff.ms": 50, "message.timeout.ms": 120_000,
+                          "error_cb": fatal})
+    samsa = KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
+                           "enable.idempotence": True, "linger.ms": 2, "batch.size": 2048,
+                           "reconnect.backoff.ms": 50, "retry.backoff.ms": 50,
+                           "delivery.timeout.ms": 120_000})
+    samsa_pending: list[tuple[bytes, bytes, Any]] = []
+    sent = 0
+
+    def send(n: int) -> None:
+        nonlocal sent
+        for _ in range(n):
+            i = sent
+            key, value = b"c-%d" % (i % 50), b"c-%08d" % i
+            while True:
+                try:
+                    confluent.produce(topic, value, key=key, on_delivery=on_confluent)
+                    break
+                except BufferError:
+                    confluent.poll(0.01)
+            key, value = b"s-%d" % (i % 50), b"s-%08d" % i
+            samsa_pending.append((key, value, samsa.send(topic, value, key)))
+            sent += 1
+        confluent.poll(0)
+
+    def produce_through_rounds(rounds: int) -> None:
+        """Produce until the cleaner has finished ``rounds`` more cleanings of the topic."""
+        seen = {cleaner_checkpoint(broker.data_dir, topic)}
+        deadline = time.monotonic() + 120
+        while len(seen) <= rounds:
+            assert time.monotonic() < deadline, \
+                f"only {len(seen) - 1} cleanings of {topic} while producing {sent} records " \
+                f"(is the cleaner running?); broker stderr: {broker.stderr_text()[-3000:]}"
+            send(200)
+            confluent.poll(0.01)
+            seen.add(cleaner_checkpoint(broker.data_dir, topic))
+            assert not errors, errors[:5]
+
+    try:
+        produce_through_rounds(3)
+        # SIGKILL while records are in flight: the restarted broker rebuilds producer state
+        # from the cleaned log, where each producer's last batch was kept.
+        broker.kill()
+        send(500)
+        broker.start()
+        produce_through_rounds(3)
+        assert confluent.flush(120) == 0, "confluent-kafka records unacknowledged after 120 s"
+        samsa.flush(120)
+    finally:
+        samsa.close(10)
+    for key, value, future in samsa_pending:
+        metadata = future.get(0)  # raises OutOfOrderSequence, UnknownProducerId ...
+        acked[value] = (metadata.offset, key)
+    assert not errors, errors[:5]
+    assert len(acked) == 2 * sent
+
+    end = max(offset for offset, _ in acked.values()) + 1
+    rows = read_confluent(broker.bootstrap_servers, topic, end)
+    offsets = [offset for offset, _, _ in rows]
+    assert offsets == sorted(set(offsets)), "offsets repeat or go back"
+    assert len(rows) < len(acked), "nothing was cleaned"
+    # Each record read is one acknowledged at that offset ...
+    for offset, key, value in rows:
+        assert value is not None and acked.get(value) == (offset, key), \
+            f"{value!r} read at {offset}, acknowledged at {acked.get(value)}"
+    # ... and the latest acknowledged record of every key is there: nothing lost that no later
+    # record of its key superseded.
+    latest: dict[bytes, tuple[int, bytes]] = {}
+    for value, (offset, key) in acked.items():
+        if key not in latest or latest[key][0] < offset:
+            latest[key] = (offset, value)
+    read_at = {offset: value for offset, _, value in rows}
+    for key, (offset, value) in latest.items():
+        assert read_at.get(offset) == value, f"latest record of {key!r} ({value!r} at {offset}) lost"
