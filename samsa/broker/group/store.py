@@ -23,15 +23,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from samsa.broker.internal_topic import InternalTopic, java_string_hash, partition_for
 from samsa.broker.log import Log, LogManager
-from samsa.errors import CorruptRecordError, KafkaError, TopicAlreadyExistsError
-from samsa.records import RecordBatchBuilder, iter_batches
+from samsa.errors import CorruptRecordError
+from samsa.records import RecordBatchBuilder
 from samsa.records.control import ControlRecordType
+
+__all__ = ["GROUP_METADATA_TOPIC", "GroupStore", "StoredMarker", "StoredRecord",
+           "java_string_hash", "partition_for"]
 
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
-_READ_CHUNK = 8 << 20
 # Group metadata records hold every member's subscription and assignment: let them be large.
 _MAX_MESSAGE_BYTES = 100 << 20
 
@@ -60,47 +63,20 @@ class StoredMarker:
     commit: bool
 
 
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, 32-bit wrap-around)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode()) % partitions`` (abs(MIN_VALUE) is 0)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
 class GroupStore:
     def __init__(self, logs: LogManager, *, num_partitions: int = 50,
                  segment_bytes: int = 104_857_600,
                  on_append: Callable[[str, int], object] | None = None) -> None:
+        self.topic = InternalTopic(logs, GROUP_METADATA_TOPIC, num_partitions=num_partitions,
+                                   configs={"cleanup.policy": "compact",
+                                            "segment.bytes": str(segment_bytes),
+                                            "max.message.bytes": str(_MAX_MESSAGE_BYTES)})
         self.logs = logs
-        existing = logs.topic(GROUP_METADATA_TOPIC)
-        # An existing topic keeps its partition count: groups must stay where they were written.
-        self.num_partitions = existing.partitions if existing is not None else num_partitions
-        self.segment_bytes = segment_bytes
+        self.num_partitions = self.topic.num_partitions
         self.on_append = on_append
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
-
-    def _ensure_topic(self) -> None:
-        if self.logs.topic(GROUP_METADATA_TOPIC) is not None:
-            return
-        try:
-            self.logs.create_topic(GROUP_METADATA_TOPIC, self.num_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.segment_bytes),
-                "max.message.bytes": str(_MAX_MESSAGE_BYTES),
-            })
-            log.info("created %s with %d partitions", GROUP_METADATA_TOPIC, self.num_partitions)
-        except TopicAlreadyExistsError:
-            pass
+        return self.topic.partition_for(group_id)
 
     def append(self, group_id: str, records: Sequence[KeyValue], *, producer_id: int = -1,
                producer_epoch: int = -1) -> int:
@@ -110,13 +86,13 @@ class GroupStore:
         producer)."""
         if not records:
             return -1
-        self._ensure_topic()
+        self.topic.ensure_created()
         partition = self.partition_for(group_id)
         return self._append(partition, records, producer_id, producer_epoch)
 
     def _append(self, partition: int, records: Sequence[KeyValue], producer_id: int = -1,
                 producer_epoch: int = -1) -> int:
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
+        plog = self.topic.log(partition)
         if producer_id >= 0:
             builder = RecordBatchBuilder(
                 batch_size_limit=1 << 62, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -134,8 +110,8 @@ class GroupStore:
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                       coordinator_epoch: int) -> int:
         """Write a transaction's COMMIT/ABORT marker into the partition; returns its offset."""
-        self._ensure_topic()
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
+        self.topic.ensure_created()
+        plog = self.topic.log(partition)
         result = plog.append_control_marker(
             producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
             coordinator_epoch=coordinator_epoch, leader_epoch=0)
@@ -146,42 +122,25 @@ class GroupStore:
     def load(self) -> Iterator[StoredRecord | StoredMarker]:
         """Every record and transaction marker from the log start to the end, in log order
         per partition."""
-        if self.logs.topic(GROUP_METADATA_TOPIC) is None:
+        if not self.topic.exists():
             return
         for partition in range(self.num_partitions):
             yield from self._read_partition(partition)
 
     def _read_partition(self, partition: int) -> Iterator[StoredRecord | StoredMarker]:
-        plog = self.logs.get_log(GROUP_METADATA_TOPIC, partition)
-        position = plog.log_start_offset
-        end = plog.high_watermark
-        while position < end:
-            data = plog.read(position, _READ_CHUNK, min_one_message=True)
-            raw: Any = data.records
-            chunk = raw.read() if hasattr(raw, "read") else bytes(raw)
-            if not chunk:
-                break
-            advanced = position
-            for batch in iter_batches(chunk):
-                if batch.is_control:
-                    marker = _marker_of(batch) if batch.base_offset >= position else None
-                    if marker is not None and batch.producer_id >= 0:
-                        yield StoredMarker(partition, batch.base_offset, batch.producer_id,
-                                           marker == ControlRecordType.COMMIT)
-                    advanced = max(advanced, batch.next_offset)
-                    continue
-                # Coordinator writes only: every transactional batch is a TxnOffsetCommit's.
-                producer_id = batch.producer_id if batch.is_transactional else -1
-                for record in batch:
-                    if record.offset < position or record.key is None:
-                        continue
+        for batch, position in self.topic.read_batches(partition):
+            if batch.is_control:
+                marker = _marker_of(batch) if batch.base_offset >= position else None
+                if marker is not None and batch.producer_id >= 0:
+                    yield StoredMarker(partition, batch.base_offset, batch.producer_id,
+                                       marker == ControlRecordType.COMMIT)
+                continue
+            # Coordinator writes only: every transactional batch is a TxnOffsetCommit's.
+            producer_id = batch.producer_id if batch.is_transactional else -1
+            for record in batch:
+                if record.offset >= position and record.key is not None:
                     yield StoredRecord(partition, record.offset, producer_id, record.key,
                                        record.value)
-                advanced = max(advanced, batch.next_offset)
-            if advanced == position:
-                raise KafkaError(f"{GROUP_METADATA_TOPIC}-{partition}: no complete batch at "
-                                 f"offset {position}; the log is damaged")
-            position = advanced
 
 
 def _marker_of(batch: Any) -> int | None:
