@@ -313,6 +313,39 @@ class RecordBatchBuilder:
         )
         return i
 
+    def append_encoded(
+        self, records: bytes | bytearray | memoryview, count: int, first_timestamp_ms: int, max_timestamp_ms: int
+    ) -> None:
+        """Append ``count`` records already encoded as :meth:`append` encodes them: offset
+        deltas from :attr:`record_count` on, timestamp deltas from :attr:`base_timestamp`
+        (``first_timestamp_ms`` when the batch is empty).  The caller has checked that they fit
+        (samsa.records.arrow_records does, as :meth:`append` would)."""
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that has been built")
+        if not count:
+            return
+        if not self._count:
+            self._base_timestamp = self._max_timestamp = first_timestamp_ms
+        if max_timestamp_ms > self._max_timestamp:  # noqa: PLR1730
+            self._max_timestamp = max_timestamp_ms
+        buf = self._buf
+        buf += records
+        self._count += count
+        ratio = self._estimated_ratio
+        self.estimated_size = (
+            len(buf) if ratio is None else RECORD_BATCH_OVERHEAD + int((len(buf) - RECORD_BATCH_OVERHEAD) * ratio)
+        )
+
+    @property
+    def base_timestamp(self) -> int | None:
+        """The first record's timestamp (timestamp deltas count from it); None while empty."""
+        return self._base_timestamp if self._count else None
+
+    @property
+    def estimated_compression_ratio(self) -> float | None:
+        """The ratio sizes are estimated with (times 1.05, as Java); None when uncompressed."""
+        return self._estimated_ratio
+
     def has_room_for(
         self,
         timestamp_ms: int,
