@@ -13,6 +13,7 @@ once with the broker setting that supplies its default.  ``BROKER_DEFAULTS``,
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,9 +49,11 @@ class TopicSetting:
     doc: str = ""
 
 
-# Every topic config Kafka's TopicConfig defines that this broker accepts.  Those the log
-# does not act on (compaction, min.insync.replicas, ...) are accepted and reported, as a
-# single-node Kafka would, so that admin tools and clients that set them keep working.
+# Every topic config Kafka's TopicConfig defines that this broker accepts.  Each is honoured
+# as a single-node Kafka would: min.insync.replicas and unclean.leader.election.enable
+# trivially (the one replica is always in sync, and Kafka caps min.insync.replicas at the
+# replication factor), preallocate only as false (refused otherwise); docs/broker-settings.md
+# has the table.
 TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
     TopicSetting("cleanup.policy", Type.LIST, "log.cleanup.policy",
                  "delete (retention) and/or compact (the log cleaner keeps the latest record "
@@ -63,7 +66,7 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
     TopicSetting("delete.retention.ms", Type.LONG, "log.cleaner.delete.retention.ms",
                  "how long delete tombstones are kept on compacted topics"),
     TopicSetting("file.delete.delay.ms", Type.LONG, "log.segment.delete.delay.ms",
-                 "delay before a deleted segment's files are removed"),
+                 "delay before a deleted segment's files (renamed *.deleted) are removed"),
     TopicSetting("flush.messages", Type.LONG, "log.flush.interval.messages",
                  "fsync after this many messages"),
     TopicSetting("flush.ms", Type.LONG, "log.flush.interval.ms",
@@ -89,8 +92,9 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
     TopicSetting("min.compaction.lag.ms", Type.LONG, "log.cleaner.min.compaction.lag.ms",
                  "shortest time a record stays uncompacted"),
     TopicSetting("min.insync.replicas", Type.INT, "min.insync.replicas",
-                 "always satisfied on a single node"),
-    TopicSetting("preallocate", Type.BOOLEAN, "log.preallocate"),
+                 "no effect possible: capped at the replication factor (1), as Kafka does"),
+    TopicSetting("preallocate", Type.BOOLEAN, "log.preallocate",
+                 "must be false: segment files are not preallocated"),
     TopicSetting("retention.bytes", Type.LONG, "log.retention.bytes",
                  "delete old segments beyond this size (-1: no limit)"),
     TopicSetting("retention.ms", Type.LONG, "log.retention.ms",
@@ -98,11 +102,14 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
     TopicSetting("segment.bytes", Type.INT, "log.segment.bytes",
                  "segment file size at which a new segment is rolled"),
     TopicSetting("segment.index.bytes", Type.INT, "log.index.size.max.bytes"),
-    TopicSetting("segment.jitter.ms", Type.LONG, "log.roll.jitter.ms"),
+    TopicSetting("segment.jitter.ms", Type.LONG, "log.roll.jitter.ms",
+                 "most random jitter subtracted from a new segment's segment.ms"),
     TopicSetting("segment.ms", Type.LONG, "log.roll.ms",
                  "segment age at which a new segment is rolled"),
+    # No effect possible on one node: the only replica is always in sync (no election).
     TopicSetting("unclean.leader.election.enable", Type.BOOLEAN,
-                 "unclean.leader.election.enable"),
+                 "unclean.leader.election.enable",
+                 "no effect possible: the only replica is always in sync"),
 ]}
 
 # The topic configs LogConfig acts on -> the broker setting that supplies each default.
@@ -112,7 +119,7 @@ TOPIC_TO_BROKER: dict[str, str] = {name: TOPIC_SETTINGS[name].synonym for name i
     "message.timestamp.type", "message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms", "cleanup.policy", "file.delete.delay.ms",
     "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio",
+    "min.cleanable.dirty.ratio", "segment.jitter.ms",
 )}
 
 # The broker settings this package reads (the synonyms above and their coarser-unit
@@ -121,7 +128,7 @@ TOPIC_TO_BROKER: dict[str, str] = {name: TOPIC_SETTINGS[name].synonym for name i
 # .hours, log.flush.interval.ms to log.flush.scheduler.interval.ms (Long.MAX).
 BROKER_DEFAULTS: dict[str, Any] = {name: BROKER_CONFIG[name].default for name in (
     *TOPIC_TO_BROKER.values(),
-    "log.roll.hours", "log.retention.minutes", "log.retention.hours",
+    "log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
     "log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
     "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
     "num.partitions", "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
@@ -161,6 +168,10 @@ def resolve_broker_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     merged = dict(BROKER_DEFAULTS)
     if config:
         merged.update({k: v for k, v in config.items() if v is not None})
+    if merged["log.roll.jitter.ms"] is None:
+        merged["log.roll.jitter.ms"] = _as_int("log.roll.jitter.hours",
+                                               merged["log.roll.jitter.hours"],
+                                               ConfigError) * 3_600_000
     if merged["log.roll.ms"] is None:
         merged["log.roll.ms"] = _as_int("log.roll.hours", merged["log.roll.hours"], ConfigError) * 3_600_000
     if merged["log.retention.ms"] is None:
@@ -230,6 +241,16 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
             if not policies or any(p not in ("delete", "compact") for p in policies):
                 raise _error(InvalidConfigError, name, f"{value!r}: use delete, compact or both")
             result[name] = ",".join(policies)
+        elif name == "min.insync.replicas":
+            number = _as_int(name, value, InvalidConfigError)
+            if number < 1:
+                raise _error(InvalidConfigError, name, f"{number} is out of range: at least 1")
+            result[name] = str(number)
+        elif name == "preallocate" and str(value).strip().lower() == "true":
+            # Kafka preallocates segment.bytes and trims on roll/close (FileRecords); the
+            # segments here grow with their appends.
+            raise _error(InvalidConfigError, name, "true is not supported: this broker does "
+                         "not preallocate segment files; use false or leave it unset")
         else:
             result[name] = str(value)
     low, high = result.get("min.compaction.lag.ms"), result.get("max.compaction.lag.ms")
@@ -277,6 +298,7 @@ class LogConfig:
     timestamp_before_max_ms: int = _D["log.message.timestamp.before.max.ms"]
     cleanup_policy: str = _D["log.cleanup.policy"]
     file_delete_delay_ms: int = _D["log.segment.delete.delay.ms"]
+    segment_jitter_ms: int = _D["log.roll.jitter.ms"]
     producer_id_expiration_ms: int = _D["producer.id.expiration.ms"]
     # Compaction (the log cleaner): tombstone / marker horizon, lags, dirty ratio.
     delete_retention_ms: int = _D["log.cleaner.delete.retention.ms"]
@@ -287,6 +309,13 @@ class LogConfig:
     # size the topic accepts (an uncompressed batch may be that large).
     max_decompressed_bytes: int = max(_D["samsa.decompressed.batch.max.bytes"],
                                       _D["message.max.bytes"])
+
+    def random_segment_jitter(self) -> int:
+        """A new segment's roll jitter, subtracted from segment.ms when it is checked for a
+        roll: uniform below min(segment.jitter.ms, segment.ms), 0 without jitter
+        (LogConfig.randomSegmentJitter)."""
+        bound = min(self.segment_jitter_ms, self.segment_ms)
+        return random.randrange(bound) if bound > 0 else 0
 
     @classmethod
     def from_configs(
@@ -316,6 +345,7 @@ class LogConfig:
             timestamp_before_max_ms=int(get("message.timestamp.before.max.ms")),
             cleanup_policy=str(get("cleanup.policy")),
             file_delete_delay_ms=int(get("file.delete.delay.ms")),
+            segment_jitter_ms=int(get("segment.jitter.ms")),
             producer_id_expiration_ms=int(resolved["producer.id.expiration.ms"]),
             delete_retention_ms=int(get("delete.retention.ms")),
             min_compaction_lag_ms=int(get("min.compaction.lag.ms")),

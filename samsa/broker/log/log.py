@@ -172,6 +172,9 @@ class Log:
         self.segments: list[LogSegment] = []
         self.recovered_bytes_truncated = 0
         self._txn_rebuild_from: int | None = None  # first segment whose .txnindex was emptied
+        # Files of deleted segments (renamed *.deleted) and when to unlink them: after
+        # file.delete.delay.ms, by maintain() (LocalLog.deleteSegmentFiles' asynchronous delete).
+        self._pending_deletes: list[tuple[int, list[Path]]] = []
         self._load_segments(recovery_point, log_start_offset, clean_shutdown, now)
         leo = self.segments[-1].next_offset
         self._log_end_offset = leo
@@ -235,6 +238,7 @@ class Log:
             max_index_bytes=self.config.segment_index_bytes,
             now_ms=now_ms,
             files=self._files,
+            roll_jitter_ms=self.config.random_segment_jitter(),
         )
 
     def _txn_index_emptied(self, segment: LogSegment) -> None:
@@ -870,17 +874,46 @@ class Log:
         self._delete_segments(doomed)
         self._on_log_start_moved()
 
-    def _delete_segments(self, count: int) -> None:
+    def _delete_segments(self, count: int, now_ms: int | None = None) -> None:
         """Delete the ``count`` oldest segments (never the active one)."""
         count = min(count, len(self.segments) - 1)
         if count <= 0:
             return
         doomed = self.segments[:count]
         del self.segments[:count]
-        for segment in doomed:
-            segment.delete()
+        renamed: list[Path] = []
+        try:
+            for segment in doomed:
+                segment.abandon()
+                renamed += rename_segment_files(self.dir, segment.base_offset, "",
+                                                DELETED_SUFFIX)
+        except OSError as exc:
+            raise self._storage_failed("deleting a segment of", self.dir, exc) from exc
+        self._delete_later(renamed, _now_ms() if now_ms is None else now_ms)
         self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
         self._on_log_start_moved()
+
+    def _delete_later(self, paths: list[Path], now_ms: int) -> None:
+        """Unlink ``paths`` (a deleted segment's files, already renamed *.deleted) once
+        file.delete.delay.ms has passed: at once if it is 0, else from maintain().  Kafka's
+        LocalLog.deleteSegmentFiles schedules the same delay so that readers still holding the
+        files finish; leftovers of a crash are removed when the log is loaded."""
+        delay = self.config.file_delete_delay_ms
+        if delay <= 0:
+            for path in paths:
+                path.unlink(missing_ok=True)
+        elif paths:
+            self._pending_deletes.append((now_ms + delay, paths))
+
+    def _delete_due(self, now_ms: int) -> None:
+        due = [paths for at, paths in self._pending_deletes if at <= now_ms]
+        if not due:
+            return
+        self._pending_deletes = [(at, paths) for at, paths in self._pending_deletes
+                                 if at > now_ms]
+        for paths in due:
+            for path in paths:
+                path.unlink(missing_ok=True)
 
     def _on_log_start_moved(self) -> None:
         """Forget leader epochs and snapshots below the new log start (producers stay until
@@ -924,7 +957,7 @@ class Log:
                 count = max(count, by_size)
             while count < len(candidates) and candidates[count].next_offset <= self._log_start_offset:
                 count += 1
-            self._delete_segments(count)
+            self._delete_segments(count, now)
             return count
 
     # -- the log cleaner (cleaner.py) --------------------------------------------------------------
@@ -967,9 +1000,11 @@ class Log:
                 rename_segment_files(self.dir, base, CLEANED_SUFFIX, SWAP_SUFFIX)
                 fsync_dir(self.dir)
                 step("swap")
+                deleted: list[Path] = []
                 for segment in old:
                     segment.abandon()
-                    rename_segment_files(self.dir, segment.base_offset, "", DELETED_SUFFIX)
+                    deleted += rename_segment_files(self.dir, segment.base_offset, "",
+                                                    DELETED_SUFFIX)
                 step("deleted")
                 rename_segment_files(self.dir, base, SWAP_SUFFIX, "")
                 fsync_dir(self.dir)
@@ -980,8 +1015,9 @@ class Log:
                 raise self._storage_failed("swapping in the cleaned segment of", self.dir,
                                            exc) from exc
             self.segments[first:first + len(old)] = [segment]
-            for path in self.dir.glob("*" + DELETED_SUFFIX):
-                path.unlink(missing_ok=True)
+            # The replaced segments' files go after file.delete.delay.ms, as Kafka's
+            # LocalLog.replaceSegments deletes them asynchronously.
+            self._delete_later(deleted, _now_ms())
             return True
 
     # -- flush / housekeeping ---------------------------------------------------------------------
@@ -1007,11 +1043,14 @@ class Log:
             self._last_flush_ms = _now_ms() if now_ms is None else now_ms
 
     def maintain(self, now_ms: int) -> None:
-        """Periodic work the LogManager schedules: ``flush.ms`` flushes, flushing segments that
-        were rolled (so the recovery point follows rolls, as Kafka does), producer expiry."""
+        """Periodic work the LogManager schedules: deleted segments' files past
+        ``file.delete.delay.ms`` unlinked, ``flush.ms`` flushes, flushing segments that were
+        rolled (so the recovery point follows rolls, as Kafka does), producer expiry."""
         with self._lock:
             if self._closed:
                 return
+            if self._pending_deletes:
+                self._delete_due(now_ms)
             if self.config.flush_ms < LONG_MAX and now_ms - self._last_flush_ms >= self.config.flush_ms:
                 self._flush(self._log_end_offset)
                 self._last_flush_ms = now_ms

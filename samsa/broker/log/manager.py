@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -26,7 +27,8 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -195,18 +197,48 @@ class LogManager:
             if info is None or partition >= info.partitions:
                 # Left by a create or delete interrupted by a crash; keep it aside, unused.
                 path.rename(path.with_name(set_aside_dir_name(topic, partition, STRAY_DIR_SUFFIX)))
+        jobs: dict[tuple[str, int], Callable[[], Log]] = {}
         for info in self._topics.values():
             log_config = self._log_config(info)
             for partition in range(info.partitions):
                 key = (info.name, partition)
-                self._logs[key] = self._open_log(
-                    info, partition, log_config,
+                jobs[key] = functools.partial(
+                    self._open_log, info, partition, log_config,
                     recovery_point=recovery_points.get(key, 0),
                     log_start_offset=log_starts.get(key, 0),
                     clean=clean, now_ms=now_ms,
                 )
+        opened, error = self._in_parallel(jobs)
+        self._logs.update(opened)  # abandoned by __init__ if another failed
+        if error is not None:
+            raise error
         marker.unlink(missing_ok=True)
         self.checkpoint()
+
+    def _in_parallel(self, jobs: Mapping[tuple[str, int], Callable[[], Any]]
+                     ) -> tuple[dict[tuple[str, int], Any], BaseException | None]:
+        """Run one job per partition on num.recovery.threads.per.data.dir threads, as Kafka's
+        LogManager.loadLogs and shutdown do for each data directory (the one here); returns
+        the results of those that succeeded and the first error."""
+        threads = min(int(self._setting("num.recovery.threads.per.data.dir")), len(jobs))
+        results: dict[tuple[str, int], Any] = {}
+        error: BaseException | None = None
+        if threads <= 1:
+            for key, job in jobs.items():
+                try:
+                    results[key] = job()
+                except BaseException as exc:  # noqa: BLE001 -- the first is re-raised
+                    error = error or exc
+            return results, error
+        with ThreadPoolExecutor(threads, thread_name_prefix="samsa-log-recovery") as pool:
+            futures = {key: pool.submit(job) for key, job in jobs.items()}
+        for key, future in futures.items():
+            failure = future.exception()
+            if failure is None:
+                results[key] = future.result()
+            elif error is None:
+                error = failure
+        return results, error
 
     def _open_log(self, info: TopicInfo, partition: int, log_config: LogConfig, *,
                   recovery_point: int = 0, log_start_offset: int = 0, clean: bool = False,
@@ -519,12 +551,12 @@ class LogManager:
         with self._lock:
             if self._closed:
                 return
-            clean = True
-            for partition_log in self._logs.values():
-                try:
-                    partition_log.close()
-                except KafkaStorageError:
-                    clean = False  # logged by the log; recovery checks it at the next start
+            # Flushed and closed on num.recovery.threads.per.data.dir threads (LogManager.shutdown).
+            _closed, error = self._in_parallel(
+                {key: partition_log.close for key, partition_log in self._logs.items()})
+            if error is not None and not isinstance(error, KafkaStorageError):
+                raise error
+            clean = error is None  # a failed close is logged by the log; recovery checks it
             try:
                 self.checkpoint()
                 if clean:

@@ -61,6 +61,7 @@ class LogSegment:
         now_ms: int = 0,
         files: HandleCache | None = None,
         suffix: str = "",
+        roll_jitter_ms: int = 0,
     ) -> None:
         # ``suffix``: ".cleaned" for a segment the log cleaner is writing (cleaner.py).
         self.base_offset = base_offset
@@ -80,6 +81,8 @@ class LogSegment:
         self.txn_index = TransactionIndex(
             directory / (filename_prefix(base_offset) + TXN_INDEX_SUFFIX + suffix), base_offset)
         self.created_ms = now_ms
+        # Subtracted from segment.ms when checking an age roll (LogSegment.rollJitterMs).
+        self.roll_jitter_ms = roll_jitter_ms
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = NO_TIMESTAMP
         # The last offset of the first batch holding max_timestamp: the "shallow" offset that
@@ -371,14 +374,15 @@ class LogSegment:
     ) -> bool:
         """Kafka's roll rule: size, age (incoming max timestamp minus the first batch's, or wall
         clock since creation when the first batch has no timestamp), index full, or an offset
-        that no longer fits the int32 relative offsets of the indexes."""
+        that no longer fits the int32 relative offsets of the indexes.  The age limit is
+        ``segment_ms`` less this segment's ``roll_jitter_ms`` (segment.jitter.ms)."""
         if self.size == 0:
             return incoming_last_offset - self.base_offset > _INT32_MAX
         if self.size > segment_bytes - incoming_bytes:
             return True
         first = self.first_batch_timestamp
         waited = incoming_max_timestamp - first if first >= 0 else now_ms - self.created_ms
-        if waited > segment_ms:
+        if waited > segment_ms - self.roll_jitter_ms:
             return True
         if len(self.offset_index) >= self.max_index_entries or len(self.time_index) >= self.max_index_entries:
             return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -216,8 +217,11 @@ def test_cleaned_log_reloads_with_indexes(compacted: Callable[..., Log], tmp_pat
         produce(plog, [(b"k%d" % (i % 10), b"v%d" % i)], ts=BASE + i)
     plog.roll()
     clean(plog, now=BASE + 1000)
-    assert not list(plog.dir.glob("*.cleaned")) + list(plog.dir.glob("*.swap")) + list(
-        plog.dir.glob("*.deleted"))
+    assert not list(plog.dir.glob("*.cleaned")) + list(plog.dir.glob("*.swap"))
+    # The replaced segments' files wait file.delete.delay.ms (60 s) as *.deleted.
+    assert list(plog.dir.glob("*.deleted"))
+    plog.maintain(now_ms=int(time.time() * 1000) + 60_000)
+    assert not list(plog.dir.glob("*.deleted"))
     found = plog.offset_for_timestamp(BASE + 195)
     assert found is not None and found.offset == 195
     kept = records(plog)
