@@ -17,15 +17,20 @@ login settings are given per listener and mechanism
 (``listener.name.sasl_plaintext.plain.sasl.jaas.config``); :meth:`BrokerConfig.listener_value`
 and :meth:`BrokerConfig.jaas_config` read them.
 
-Settings Kafka needs for a multi-node KRaft cluster (``process.roles``, ``controller.*``,
-replication factors ...) are accepted so that a Kafka ``server.properties`` loads, and ignored:
-this is one node that is broker and controller at once.
+Settings Kafka needs for a multi-node KRaft cluster (``controller.*``, inter-broker
+listeners ...) are accepted so that a Kafka ``server.properties`` loads, and ignored: this is
+one node that is broker and controller at once.  A setting that would ask for more than one
+node can give is refused at start rather than ignored: a replication factor or ISR minimum of
+an internal topic above 1, ``process.roles`` without both roles, ``log.preallocate=true``,
+a rebalance protocol other than classic.  docs/broker-settings.md lists every setting and what
+it does here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from samsa.broker.listeners import parse_listeners, parse_protocol_map, served_listeners
@@ -59,6 +64,66 @@ _PER_MECHANISM = ("sasl.jaas.config", "sasl.server.callback.handler.class",
 _PER_LISTENER = ("connection.failed.authentication.delay.ms", "max.connections")
 # Characters of a host in max.connections.per.ip.overrides (Kafka's Utils.validHostPattern).
 _HOST_PATTERN = re.compile(r"[0-9a-zA-Z\-%._:]*")
+
+
+@dataclass(frozen=True, slots=True)
+class _OneNode:
+    """A replication setting of an internal topic: 1 is all one node can give.  Kafka would
+    refuse to create the topic until enough brokers joined (the setting's doc: "Internal topic
+    creation will fail until the cluster size meets this replication factor requirement"),
+    leaving its coordinator unavailable; here the broker refuses to start instead."""
+
+    what: str
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if value is not None and value != 1:
+            raise ConfigError(name, f"{value} {self.what}, but this broker is a single node: "
+                              "Kafka would never create the internal topic; set "
+                              f"{name}=1 (or leave it unset)")
+        return value
+
+    def describe(self) -> str:
+        return "1 (a single node)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Only:
+    """A setting whose other values this broker cannot honour: refused, saying why."""
+
+    allowed: Any
+    why: str
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if value is not None and value != self.allowed:
+            raise ConfigError(name, f"{_text(value)} is not supported: {self.why}; "
+                              f"set {name}={_text(self.allowed)} or leave it unset")
+        return value
+
+    def describe(self) -> str:
+        return repr(self.allowed)
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Roles:
+    """process.roles: this node is broker and controller at once (Kafka's combined mode)."""
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if value is None:
+            return value
+        roles = sorted(r.strip() for r in str(value).split(",") if r.strip())
+        if roles != ["broker", "controller"]:
+            raise ConfigError(name, f"{value!r}: this node is always broker and controller at "
+                              "once (Kafka's combined mode); a broker-only or controller-only "
+                              "node of a larger cluster is not supported: set "
+                              "process.roles=broker,controller or leave it unset")
+        return value
+
+    def describe(self) -> str:
+        return "broker,controller"
 
 
 def _network_settings(d: ConfigDef) -> None:
@@ -118,7 +183,12 @@ def _log_settings(d: ConfigDef) -> None:
     d.define("delete.topic.enable", Type.BOOLEAN, True, None, "Allow DeleteTopics.")
     d.define("default.replication.factor", Type.INT, 1, Range(min=-1, max=1),
              "Replication factor of auto-created topics (one node: 1).")
-    d.define("min.insync.replicas", Type.INT, 1, at_least(1), "Accepted; one node is always in sync.")
+    # Trivially honoured: Kafka (3.7+, KAFKA-15583) checks an acks=all write against
+    # min(min.insync.replicas, replication factor) (Partition.effectiveMinIsr), so with the
+    # one replica here any value is met -- a one-broker Kafka accepts such writes too.
+    d.define("min.insync.replicas", Type.INT, 1, at_least(1),
+             "Has no effect possible on one node: Kafka caps it at the replication factor (1 "
+             "here) when it checks an acks=all write, and the one replica is in sync.")
     d.define("compression.type", Type.STRING, "producer",
              ValidChoice(("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
              "Compression of stored batches; 'producer' keeps the producer's.")
@@ -144,7 +214,8 @@ def _log_settings(d: ConfigDef) -> None:
     d.define("log.flush.start.offset.checkpoint.interval.ms", Type.INT, 60_000, at_least(0),
              "How often log start offsets are checkpointed.")
     d.define("log.segment.delete.delay.ms", Type.LONG, 60_000, at_least(0),
-             "Delay before deleted segment files are removed.")
+             "Delay before deleted segment files are removed: they are renamed *.deleted at "
+             "once and unlinked this much later (files left by a crash go at start-up).")
     d.define("log.message.timestamp.type", Type.STRING, "CreateTime",
              ValidChoice(("CreateTime", "LogAppendTime")), "Timestamps stored in batches.")
     d.define("log.message.timestamp.before.max.ms", Type.LONG, _LONG_MAX, at_least(0),
@@ -177,19 +248,29 @@ def _log_settings(d: ConfigDef) -> None:
              "Greatest age of a record before it must be compacted.")
     d.define("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range(0, 1),
              "Dirty ratio at which a log is compacted.")
-    d.define("log.preallocate", Type.BOOLEAN, False, None, "Preallocate segment files.")
-    d.define("log.roll.jitter.ms", Type.LONG, None, None, "Random jitter of segment rolls.")
+    # Kafka preallocates segment.bytes and trims the tail on roll/close (LogSegment,
+    # FileRecords.trim); the segments here are sized by their appends, so true is refused.
+    d.define("log.preallocate", Type.BOOLEAN, False,
+             _Only(False, "segment files are not preallocated by this broker"),
+             "Must be false: segment files grow with their appends.")
+    d.define("log.roll.jitter.ms", Type.LONG, None, at_least(0),
+             "Most random jitter subtracted from each new segment's roll age (log.roll.ms), so "
+             "that partitions do not all roll at once (LogConfig.randomSegmentJitter).")
     d.define("log.roll.jitter.hours", Type.INT, 0, at_least(0),
              "Roll jitter in hours, when log.roll.jitter.ms is unset.")
+    # Trivially honoured: the only replica is the leader and is always in sync, so no election
+    # (clean or unclean) ever happens and no data can be lost to one.
     d.define("unclean.leader.election.enable", Type.BOOLEAN, False, None,
-             "Accepted; one node never elects another leader.")
+             "Has no effect possible on one node: the only replica is always in sync, so no "
+             "leader election ever happens.")
     for codec, (low, high) in LEVEL_RANGES.items():
         default = default_level(codec)
         d.define(f"compression.{codec.name.lower()}.level", Type.INT, default,
                  Range(low, high, (default,) if default is not None and default < low else ()),
                  f"Level of {codec.name.lower()} when compression.type recompresses.")
     d.define("num.recovery.threads.per.data.dir", Type.INT, 2, at_least(1),
-             "Accepted; recovery runs on one thread.")
+             "Threads that load the partitions' logs at start-up after an unclean shutdown "
+             "(recovery); after a clean one the logs are loaded on one thread.")
     d.define("message.max.bytes", Type.INT, 1_048_588, at_least(0), "Largest record batch.")
     # Kafka has none: it streams records through the decompressor (LogValidator); the check
     # here holds a batch's records at once, so their size is bounded (records.compression).
@@ -221,15 +302,21 @@ def _log_settings(d: ConfigDef) -> None:
 def _coordinator_settings(d: ConfigDef) -> None:
     d.define("offsets.topic.num.partitions", Type.INT, 50, at_least(1),
              "Partitions of __consumer_offsets.")
-    d.define("offsets.topic.replication.factor", Type.INT, 1, at_least(1),
-             "Accepted (Kafka's default is 3; one node stores 1).")
+    # Kafka's default is 3; adapted to one node.  An explicit 3 is refused at start (_OneNode).
+    d.define("offsets.topic.replication.factor", Type.INT, 1,
+             _OneNode("replicas of __consumer_offsets asked for"),
+             "Replicas of __consumer_offsets: 1 on a single node (Kafka's default is 3).")
     d.define("offsets.topic.segment.bytes", Type.INT, 104_857_600, at_least(1),
              "Segment size of __consumer_offsets.")
     d.define("offsets.retention.minutes", Type.INT, 10_080, at_least(1),
              "Keep committed offsets of empty groups this long.")
     d.define("offsets.retention.check.interval.ms", Type.LONG, 600_000, at_least(1),
              "How often expired offsets are removed.")
-    d.define("offsets.commit.timeout.ms", Type.INT, 5000, at_least(1), "Accepted.")
+    # Trivially honoured: Kafka waits up to this for the offsets topic's replicas; the one
+    # replica here is written synchronously before the commit is answered, never waiting.
+    d.define("offsets.commit.timeout.ms", Type.INT, 5000, at_least(1),
+             "Has no effect possible on one node: a commit is written to the only replica "
+             "before it is answered, never waiting for others.")
     d.define("offset.metadata.max.bytes", Type.INT, 4096, at_least(0),
              "Largest commit metadata string.")
     d.define("group.initial.rebalance.delay.ms", Type.INT, 3000, at_least(0),
@@ -239,12 +326,20 @@ def _coordinator_settings(d: ConfigDef) -> None:
     d.define("group.max.session.timeout.ms", Type.INT, 1_800_000, at_least(0),
              "Largest session timeout a member may ask for.")
     d.define("group.max.size", Type.INT, _INT_MAX, at_least(1), "Members per group.")
-    d.define("group.coordinator.rebalance.protocols", Type.STRING, "classic", None,
-             "Accepted; the classic protocol is served.")
+    d.define("group.coordinator.rebalance.protocols", Type.STRING, "classic",
+             _Only("classic", "only the classic group protocol (JoinGroup/SyncGroup) is "
+                   "served, not KIP-848's consumer, streams or share groups"),
+             "Must be classic: the classic group protocol is served (Kafka's default also "
+             "enables KIP-848's consumer and streams groups).")
     d.define("transaction.state.log.num.partitions", Type.INT, 50, at_least(1),
              "Partitions of __transaction_state.")
-    d.define("transaction.state.log.replication.factor", Type.INT, 1, at_least(1), "Accepted.")
-    d.define("transaction.state.log.min.isr", Type.INT, 1, at_least(1), "Accepted.")
+    d.define("transaction.state.log.replication.factor", Type.INT, 1,
+             _OneNode("replicas of __transaction_state asked for"),
+             "Replicas of __transaction_state: 1 on a single node (Kafka's default is 3).")
+    # Trivially honoured, as min.insync.replicas: capped at the replication factor (1).
+    d.define("transaction.state.log.min.isr", Type.INT, 1, at_least(1),
+             "Has no effect possible on one node: min.insync.replicas of __transaction_state, "
+             "capped at its replication factor (1) as Kafka does.")
     d.define("transaction.max.timeout.ms", Type.INT, 900_000, at_least(1),
              "Largest transaction timeout a producer may ask for.")
     d.define("transactional.id.expiration.ms", Type.INT, 604_800_000, at_least(1),
@@ -256,14 +351,21 @@ def _coordinator_settings(d: ConfigDef) -> None:
     d.define("transaction.remove.expired.transaction.cleanup.interval.ms", Type.INT, 3_600_000,
              at_least(1), "How often transactional ids idle past "
              "transactional.id.expiration.ms are removed.")
-    d.define("share.coordinator.state.topic.replication.factor", Type.INT, 1, at_least(1),
-             "Accepted.")
-    d.define("share.coordinator.state.topic.min.isr", Type.INT, 1, at_least(1), "Accepted.")
+    # Share groups (KIP-932) are not served, so __share_group_state is never created; its
+    # replication factor is checked as the other internal topics' so a 3 is not ignored.
+    d.define("share.coordinator.state.topic.replication.factor", Type.INT, 1,
+             _OneNode("replicas of __share_group_state asked for"),
+             "Replicas of __share_group_state (share groups are not served): 1.")
+    d.define("share.coordinator.state.topic.min.isr", Type.INT, 1, at_least(1),
+             "Has no effect possible: share groups are not served (and the value would be "
+             "capped at the replication factor, 1).")
 
 
 def _kraft_compat_settings(d: ConfigDef) -> None:
     # Present in Kafka's sample server.properties; meaningless for one combined node.
-    for name in ("process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    d.define("process.roles", Type.STRING, None, _Roles(),
+             "broker,controller (Kafka's combined mode), the only roles this node has.")
+    for name in ("controller.quorum.voters", "controller.quorum.bootstrap.servers",
                  "inter.broker.listener.name",
                  "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol",
                  "sasl.mechanism.controller.protocol", "metadata.log.dir"):
@@ -294,8 +396,14 @@ def _security_settings(d: ConfigDef) -> None:
              "Principals every ACL check allows, ';'-separated (User:admin;User:CN=ops,O=x).")
     d.define("allow.everyone.if.no.acl.found", Type.BOOLEAN, False, None,
              "Allow access to resources no ACL mentions (false: only what ACLs grant).")
-    d.define("principal.builder.class", Type.STRING, None, None,
-             "Accepted; principals are built as Kafka's DefaultKafkaPrincipalBuilder does.")
+    # A custom (Java) builder cannot be loaded here: only Kafka's own is accepted by name.
+    d.define("principal.builder.class", Type.STRING, None,
+             _Only("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+                   "principals are built as Kafka's DefaultKafkaPrincipalBuilder does (User:"
+                   "<SASL name> or User:<certificate subject>); a custom Java builder cannot "
+                   "be loaded"),
+             "Kafka's DefaultKafkaPrincipalBuilder (the only one): principals are built as it "
+             "does.")
     d.define("ssl.keystore.type", Type.STRING, "JKS", None,
              "Keystore file format; PEM is served (key and certificate chain in one file).")
     d.define("ssl.keystore.location", Type.STRING, None, None,

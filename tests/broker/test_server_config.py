@@ -294,3 +294,42 @@ def test_tls_listener_settings_are_checked_at_construction(tmp_path: Path) -> No
         with pytest.raises(ConfigError) as info:
             Broker(tmp_path / "data", config=config)
         assert info.value.setting == setting, (config, info.value)
+
+
+# -- settings a single node cannot honour are refused at start (issue 16) -------------------------
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("offsets.topic.replication.factor", "3", "Kafka would never create the internal topic"),
+    ("transaction.state.log.replication.factor", "3", "single node"),
+    ("share.coordinator.state.topic.replication.factor", "2", "single node"),
+    ("log.preallocate", "true", "not preallocated"),
+    ("process.roles", "broker", "broker and controller at once"),
+    ("process.roles", "controller", "broker and controller at once"),
+    ("group.coordinator.rebalance.protocols", "classic,consumer", "only the classic group"),
+    ("principal.builder.class", "com.example.MyBuilder", "custom Java builder"),
+    ("log.roll.jitter.ms", "-1", "out of range"),
+])
+def test_settings_one_node_cannot_honour_are_refused(name: str, value: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({name: value})
+    assert info.value.setting == name
+    assert says in str(info.value)
+    assert "set " in str(info.value) or "must be" in str(info.value)  # says what to do
+
+
+def test_one_node_values_of_those_settings_are_accepted() -> None:
+    cfg = BrokerConfig({
+        "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": 1,
+        "log.preallocate": "false", "process.roles": "controller,broker",
+        "group.coordinator.rebalance.protocols": "classic",
+        "principal.builder.class":
+            "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+        # Capped at the replication factor (1) by Kafka itself (Partition.effectiveMinIsr):
+        "min.insync.replicas": 2, "transaction.state.log.min.isr": 2,
+        "share.coordinator.state.topic.min.isr": 2,
+        "unclean.leader.election.enable": "true", "offsets.commit.timeout.ms": 100,
+    })
+    assert cfg["min.insync.replicas"] == 2
+    # Kafka's defaults of 3 are adapted to one node.
+    assert BrokerConfig()["offsets.topic.replication.factor"] == 1
+    assert BrokerConfig()["transaction.state.log.replication.factor"] == 1
