@@ -8,6 +8,9 @@
   the log on disk is a small fraction of what was written.  Once the tombstones' delete horizon
   (delete.retention.ms after that cleaning) has passed and more writes make the log dirty again,
   the next cleaning removes them: no deleted key is read at all.
+* The cleaner's memory: a broker with a 2 MiB log.cleaner.dedupe.buffer.size cleans a log of
+  400,000 keys (4.6 times what its map holds: several rounds) with its peak resident memory
+  within the buffer plus a fixed margin.
 * Idempotent producers (samsa's and confluent-kafka's) keep producing to a compacted topic
   while the cleaner cleans it, across a SIGKILL and restart of the broker (producer state
   rebuilt from the cleaned log): no OutOfOrderSequence or UnknownProducerId error, and every
@@ -392,3 +395,46 @@ def test_idempotent_producers_keep_producing_while_the_cleaner_cleans(
     read_at = {offset: value for offset, _, value in rows}
     for key, (offset, value) in latest.items():
         assert read_at.get(offset) == value, f"latest record of {key!r} ({value!r} at {offset}) lost"
+
+
+# --- 5. the cleaner's memory stays within log.cleaner.dedupe.buffer.size ------------------------
+
+DEDUPE_BUFFER = 2 * 1024 * 1024  # 87,381 map entries of 24 bytes: 78,643 keys per round
+MEMORY_KEYS = 400_000  # Kafka's 24-byte entries for all of them: 9.6 MB, 4.6 times the buffer
+# Room for what else the broker allocates while cleaning (its read buffer, a batch's records,
+# the allocator's slack): about 6 MiB measured here; a map holding every key (9.6 MB as
+# Kafka's entries, far more as a Python dict) would not fit under buffer + margin.
+MEMORY_MARGIN = 10 * 1024 * 1024
+
+
+def test_cleaner_memory_stays_within_its_dedupe_buffer(
+        broker_process: Callable[..., Any]) -> None:
+    from tests.support.process_stats import peak_rss_bytes, reset_peak_rss, rss_bytes
+
+    broker = broker_process({**CLEANER, "log.cleaner.dedupe.buffer.size": DEDUPE_BUFFER}).start()
+    topic = "many-keys"
+    configs = {"cleanup.policy": "compact", "segment.bytes": str(1024 * 1024),
+               "min.cleanable.dirty.ratio": "1.0"}
+    admin = create_topic(broker.bootstrap_servers, topic, configs)
+    # Every key once, then the first quarter again: several rounds, each cleaning what fits.
+    updates = [(b"key-%07d" % k, b"v%d" % k) for k in range(MEMORY_KEYS)]
+    updates += [(b"key-%07d" % k, b"w%d" % k) for k in range(MEMORY_KEYS // 4)]
+    written = produce_updates(broker.bootstrap_servers, topic, updates)
+    before_bytes = log_bytes(broker.data_dir, topic)
+    active_base = segment_bases(broker.data_dir, topic)[-1]
+    assert active_base > MEMORY_KEYS, "the superseded keys must be in cleanable segments"
+
+    pid = broker.proc.pid
+    rss_before = rss_bytes(pid)
+    reset_peak_rss(pid)
+    alter_topic(admin, topic, {**configs, "min.cleanable.dirty.ratio": "0.01"})
+    cleaned_to = wait_cleaned_to(broker, topic, active_base)
+    growth = peak_rss_bytes(pid) - rss_before
+    assert growth <= DEDUPE_BUFFER + MEMORY_MARGIN, (
+        f"the broker's resident memory grew by {growth / 2**20:.1f} MiB while cleaning, more "
+        f"than log.cleaner.dedupe.buffer.size ({DEDUPE_BUFFER / 2**20:.0f} MiB) + "
+        f"{MEMORY_MARGIN / 2**20:.0f} MiB")
+    # It did clean: the superseded first values are gone.
+    assert log_bytes(broker.data_dir, topic) < before_bytes
+    rows = read_confluent(broker.bootstrap_servers, topic, written[-1][0] + 1)
+    assert rows == compacted_view(written, cleaned_to, tombstones=True)
