@@ -152,3 +152,58 @@ def test_a_broker_answers_create_topics_of_100000_partitions_and_stays_whole(
     assert [p for p in process.data_dir.iterdir() if p.name.startswith("huge")]
     assert client.call(metadata, 9).topics[0].error_code == 0
     process.stop()
+
+
+# -- what one broker can hold (issue 16: a setting the broker accepts, it honours) ----------------
+
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_CONFIG = 40
+
+
+def _create_one(client: Any, name: str, *, replication: int = 1, partitions: int = 1,
+                assignments: list[Any] | None = None,
+                configs: dict[str, str] | None = None) -> Any:
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication,
+        assignments=assignments or [], configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+            for k, v in (configs or {}).items()])
+    [result] = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=1000,
+                                               validate_only=False), 7).topics
+    return result
+
+
+def test_replication_factor_above_one_gets_kafkas_answer(client: Any, log_manager: Any) -> None:
+    result = _create_one(client, "r3", replication=3)
+    assert result.error_code == INVALID_REPLICATION_FACTOR
+    assert result.error_message == "Replication factor: 3 larger than available brokers: 1."
+    assert log_manager.topic("r3") is None
+    # -1: the broker's default.replication.factor (1 here, refused above 1 at start).
+    assert _create_one(client, "rdefault", replication=-1).error_code == 0
+
+
+def test_assignment_to_other_brokers_is_refused(client: Any, log_manager: Any) -> None:
+    assign = CreateTopicsRequest.CreatableReplicaAssignment
+    result = _create_one(client, "a", replication=-1, partitions=-1,
+                         assignments=[assign(partition_index=0, broker_ids=[1, 2])])
+    assert result.error_code == INVALID_REPLICA_ASSIGNMENT
+    assert "one broker 1" in result.error_message
+    ok = _create_one(client, "b", replication=-1, partitions=-1,
+                     assignments=[assign(partition_index=0, broker_ids=[1])])
+    assert ok.error_code == 0
+
+
+def test_topic_settings_one_node_cannot_honour(client: Any, log_manager: Any) -> None:
+    refused = _create_one(client, "pre", configs={"preallocate": "true"})
+    assert refused.error_code == INVALID_CONFIG
+    assert "preallocate" in refused.error_message and "false" in refused.error_message
+    assert log_manager.topic("pre") is None
+    bad = _create_one(client, "isr0", configs={"min.insync.replicas": "0"})
+    assert bad.error_code == INVALID_CONFIG
+    ok = _create_one(client, "ok", configs={"preallocate": "false", "min.insync.replicas": "2",
+                                            "segment.jitter.ms": "1000",
+                                            "file.delete.delay.ms": "0"})
+    assert ok.error_code == 0
+    config = log_manager.get_log("ok", 0).config
+    assert (config.segment_jitter_ms, config.file_delete_delay_ms) == (1000, 0)

@@ -171,3 +171,14 @@ def test_fetch_round_trip_after_produce(client: Any, log_manager: Any, make_batc
     values = [r.value for b in iter_batches(data.records) for r in b]
     assert values == [b"hello", b"world"]
     assert data.high_watermark == 2
+
+
+def test_min_insync_replicas_above_the_replication_factor_is_met_as_kafka_does(
+        client: Any, log_manager: Any, make_batch: Any) -> None:
+    # Kafka 3.7+ checks an acks=all write against min(min.insync.replicas, replicas)
+    # (Partition.effectiveMinIsr, KAFKA-15583): a one-broker Kafka accepts it, and so does this.
+    log_manager.create_topic("isr2", 1, {"min.insync.replicas": "2"})
+    for acks in (-1, 1):
+        response = only_partition(produce(client, "isr2", 0, make_batch(b"x"), acks=acks))
+        assert response.error_code == 0
+    assert log_manager.get_log("isr2", 0).high_watermark == 2
