@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Self
 
 from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.deserializers import as_deserialize_fn
@@ -29,6 +29,9 @@ from samsa.errors import IllegalStateError, InvalidGroupIdError, KafkaTimeoutErr
 from samsa.net import Metadata, NetworkClient, send_and_wait
 from samsa.net.cluster import PartitionInfo, TopicPartition
 from samsa.protocol import MetadataRequest
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["KafkaConsumer"]
 
@@ -140,6 +143,32 @@ class KafkaConsumer:
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> ConsumerRecords:
         """Records fetched for the assigned partitions, waiting up to ``timeout`` seconds."""
+        return ConsumerRecords(self._poll(timeout, max_records, self._fetcher.fetched_records))
+
+    def poll_arrow(self, timeout: float = 0.0, max_records: int | None = None
+                   ) -> dict[TopicPartition, pa.RecordBatch]:
+        """As poll(), each partition's records as one ``pyarrow.RecordBatch`` (needs pyarrow and
+        numpy: ``pip install samsa[arrow]``).
+
+        Columns (samsa.consumer.arrow_records.ARROW_SCHEMA): key, value (binary, null for a null
+        key or value), topic, partition, offset, timestamp (int64 ms, as ConsumerRecord's),
+        timestamp_type (int8: TimestampType's value), headers (list<struct<key: string, value:
+        binary>>).  Keys and values are the raw bytes: key.deserializer and value.deserializer
+        do not apply.  Positions, max.poll.records (the default of ``max_records``),
+        read_committed, check.crcs, pause/resume, seek, rebalance callbacks, commits and
+        errors are poll()'s; v2 batches are decoded without a Python object per record.
+        """
+        try:
+            from samsa.consumer import arrow_records
+        except ImportError as exc:
+            raise ImportError(f"poll_arrow() needs pyarrow and numpy ({exc}); install them with "
+                              "pip install 'samsa[arrow]'") from exc
+        pieces = self._poll(timeout, max_records, self._fetcher.fetched_arrow)
+        return {tp: arrow_records.with_partition(tp.topic, tp.partition, p)
+                for tp, p in pieces.items()}
+
+    def _poll(self, timeout: float, max_records: int | None,
+              collect: Callable[[int], dict[TopicPartition, Any]]) -> dict[TopicPartition, Any]:
         self._ensure_open()
         if self._subscriptions.mode == "none":
             raise IllegalStateError("poll() needs subscribe() or assign() first")
@@ -161,18 +190,17 @@ class KafkaConsumer:
                 if self._coordinator is not None:
                     self._coordinator.poll(now, deadline)
                 self._update_positions(now)
-                records = fetcher.fetched_records(limit)
+                records = collect(limit)
                 if records:
                     # Prefetch: the next fetch travels while the application works.
                     if fetcher.send_fetches(now):
                         client.poll(0, now)
-                    return ConsumerRecords(records)
+                    return records
                 fetcher.send_fetches(now)
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     client.poll(0)
-                    records = fetcher.fetched_records(limit)
-                    return ConsumerRecords(records)
+                    return collect(limit)
                 wait = remaining
                 if not fetcher.in_flight() or self._coordinator is not None:
                     wait = min(wait, _POLL_SLICE_MS)

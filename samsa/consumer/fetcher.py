@@ -70,6 +70,7 @@ class CompletedFetch:
     __slots__ = (
         "_aborted",
         "_aborted_pids",
+        "_arrow_rest",
         "_batch",
         "_batches",
         "_error",
@@ -95,6 +96,7 @@ class CompletedFetch:
         self._batches: Iterator[AnyBatch] | None = iter_batches(data, check_crcs)
         self._batch: AnyBatch | None = None
         self._records: Iterator[Any] | None = None
+        self._arrow_rest: Any = None  # poll_arrow's decoded rest of _batch (a pa.RecordBatch)
         self._error: CorruptRecordError | None = None
         self.leader_epoch: int | None = None
         self._aborted: list[tuple[int, int]] = []
@@ -168,6 +170,11 @@ class CompletedFetch:
         if self._error is not None:
             raise self._error
         out: list[ConsumerRecord] = []
+        if self._arrow_rest is not None:
+            # poll_arrow() decoded this batch and left part of it: read that part as records.
+            self._arrow_rest = None
+            assert self._batch is not None
+            self._records = self._from_position(self._batch, self._records_of(self._batch))
         while len(out) < max_records and self._batches is not None:
             records = self._records
             if records is None:
@@ -181,10 +188,7 @@ class CompletedFetch:
                         break  # the records before it now, the error on the next take
                     raise
                 self._batch = batch
-                if batch.base_offset < self.next_offset:
-                    start = self.next_offset
-                    records = (r for r in records if r[0] >= start)
-                self._records = records
+                records = self._records = self._from_position(batch, records)
             want = max_records - len(out)
             try:
                 chunk = self._consumer_records(islice(records, want), key_fn, value_fn)
@@ -214,6 +218,115 @@ class CompletedFetch:
                 self._records = None
                 self._batch = None
         return out
+
+    def _from_position(self, batch: AnyBatch, records: Iterator[Any]) -> Iterator[Any]:
+        if batch.base_offset < self.next_offset:
+            start = self.next_offset
+            return (r for r in records if r[0] >= start)
+        return records
+
+    def take_arrow(self, max_records: int) -> list[Any]:
+        """Up to ``max_records`` records from the position on, as Arrow record batches
+        (PIECE_SCHEMA of samsa.consumer.arrow_records); the same positions, skips and errors
+        as take()."""
+        if self._error is not None:
+            raise self._error
+        out: list[Any] = []
+        got = 0
+        run: list[AnyBatch] = []
+        estimate = 0  # records in run, at least as many as it will yield
+        # Where the run's records start: pulling batches moves next_offset past the control
+        # and aborted batches it skips, which may lie between batches of the run.
+        start = self.next_offset
+        if self._arrow_rest is not None:
+            assert self._batch is not None
+            got = self._hand_out(self._arrow_rest, True, [self._batch], start, max_records, out)
+        elif self._records is not None:
+            # poll() read part of this batch: decode it again, its rest from the position on.
+            assert self._batch is not None
+            run, estimate = [self._batch], self._batch.records_count
+            self._records = self._batch = None
+        while got + estimate < max_records and self._batches is not None:
+            if not run:
+                start = self.next_offset
+            try:
+                batch = self._next_batch()
+            except CorruptRecordError:
+                if out or run:
+                    break  # the records before it now, the error on the next take
+                raise
+            if batch is None:
+                break
+            if run and _run_kind(batch) != _run_kind(run[0]):
+                # Fewer than wanted (estimate): the whole run is handed out.
+                piece, complete = self._decode_run(run, start)
+                got += self._hand_out(piece, complete, run, start, max_records - got, out)
+                run, estimate = [], 0
+                start = self.next_offset
+                if self._error is not None:
+                    return self._raise_or(out)
+            run.append(batch)
+            estimate += batch.records_count
+        if run:
+            piece, complete = self._decode_run(run, start)
+            got += self._hand_out(piece, complete, run, start, max_records - got, out)
+            if self._error is not None:
+                return self._raise_or(out)
+        return out
+
+    def _raise_or(self, out: list[Any]) -> list[Any]:
+        if out:
+            return out
+        assert self._error is not None
+        raise self._error
+
+    def _hand_out(self, piece: Any, complete: bool, run: list[AnyBatch], start: int, want: int,
+                  out: list[Any]) -> int:
+        """Add up to ``want`` records of ``piece`` (the records of ``run``, or the rest of its last
+        batch; ``complete`` unless a corrupt record ended it) from offset ``start`` on to
+        ``out``; the rest stays for the next take."""
+        self._arrow_rest = None
+        offsets = piece.column(2).to_numpy()
+        skip = int(offsets.searchsorted(start)) if len(offsets) else 0
+        n = min(len(offsets) - skip, want)
+        if n > 0:
+            out.append(piece.slice(skip, n))
+            self.next_offset = max(self.next_offset, int(offsets[skip + n - 1]) + 1)
+        if skip + n < len(offsets):
+            self._batch = run[-1]
+            self._arrow_rest = piece.slice(skip + n)
+        elif complete:
+            self.next_offset = max(self.next_offset, run[-1].next_offset)
+            self._batch = None
+        return max(n, 0)
+
+    def _decode_run(self, run: list[AnyBatch], start: int) -> tuple[Any, bool]:
+        """The records of ``run`` (batches of one kind, see _run_kind) as one Arrow batch, and
+        whether they are all there: after a corrupt one, the records before it, with the error
+        set as take() sets it."""
+        from samsa.consumer import arrow_records as ar
+
+        kind = _run_kind(run[0])
+        if kind != _LEGACY:
+            piece = ar.decode_v2_run([b for b in run if type(b) is RecordBatch], kind == _COMPRESSED,
+                                     self.max_decompressed_bytes)
+            if piece is not None:
+                return piece, True
+        # v0/v1 message sets, or a malformed record somewhere: the row decoder, which names it.
+        rows: list[Any] = []
+        complete = True
+        for batch in run:
+            try:
+                rows += list(self._records_of(batch))
+            except CorruptRecordError as exc:
+                if self._error is None:  # else named by _records_of (decompression)
+                    self._error = CorruptRecordError(
+                        f"partition {self.tp}: {exc.detail or exc.message}; seek to offset "
+                        f"{batch.next_offset} to skip the rest of its batch")
+                rows += self._records_before_failure(batch, batch.records_count)
+                complete = False
+                break
+        return ar.rows_to_piece([r for r in rows if r[0] >= start]), complete
 
     def _consumer_records(self, records: Iterable[Any], key_fn: DeserializeFn | None,
                           value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
@@ -256,6 +369,18 @@ class CompletedFetch:
     def drain(self) -> None:
         self._batches = None
         self._records = None
+        self._arrow_rest = None
+
+
+_PLAIN, _COMPRESSED, _LEGACY = 0, 1, 2
+
+
+def _run_kind(batch: AnyBatch) -> int:
+    """Batches of one kind are decoded together: uncompressed v2 ones from the fetched bytes,
+    compressed ones from one buffer they are decompressed into, v0/v1 ones as records."""
+    if type(batch) is not RecordBatch:
+        return _LEGACY
+    return _COMPRESSED if batch.attributes & 0x07 else _PLAIN
 
 
 def _identity(topic: str, data: Any) -> Any:
@@ -408,10 +533,41 @@ class Fetcher:
     # -- handing records out ----------------------------------------------------------------
 
     def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        key_fn, value_fn = self.key_fn, self.value_fn
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+
+        def take(cf: CompletedFetch, n: int) -> int:
+            records = cf.take(n, key_fn, value_fn)
+            if records:
+                if cf.tp in out:
+                    out[cf.tp] += records
+                else:
+                    out[cf.tp] = records
+            return len(records)
+
+        self._collect(max_records, take, out)
+        return out
+
+    def fetched_arrow(self, max_records: int) -> dict[TopicPartition, list[Any]]:
+        """As fetched_records, each partition's records as Arrow batches (CompletedFetch.take_arrow)."""
+        out: dict[TopicPartition, list[Any]] = {}
+
+        def take(cf: CompletedFetch, n: int) -> int:
+            pieces = cf.take_arrow(n)
+            if pieces:
+                out.setdefault(cf.tp, []).extend(pieces)
+            return sum(p.num_rows for p in pieces)
+
+        self._collect(max_records, take, out)
+        return out
+
+    def _collect(self, max_records: int, take: Callable[[CompletedFetch, int], int],
+                 out: dict[TopicPartition, Any]) -> None:
+        """Drain buffered fetches through ``take`` (records into ``out``, returns how many) until
+        ``max_records``; positions follow what was taken."""
         if self._pending_error is not None:
             err, self._pending_error = self._pending_error, None
             raise err
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         subs = self.subscriptions
         while remaining > 0:
@@ -434,23 +590,17 @@ class Fetcher:
                 cf.drain()
                 continue
             try:
-                records = cf.take(remaining, self.key_fn, self.value_fn)
+                taken = take(cf, remaining)
             except CorruptRecordError:
                 if out:
                     # Kafka's FetchCollector.collectFetch: what was collected first, the error
                     # on the next poll (cf stays next in line, still holding it).
-                    return out
+                    return
                 raise
             st.position = cf.next_offset
             if cf.leader_epoch is not None:
                 st.leader_epoch = cf.leader_epoch
-            if records:
-                if cf.tp in out:
-                    out[cf.tp] += records
-                else:
-                    out[cf.tp] = records
-                remaining -= len(records)
-        return out
+            remaining -= taken
 
     def clear_buffered(self, keep: Callable[[TopicPartition], bool] | None = None) -> None:
         if keep is None:

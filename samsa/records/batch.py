@@ -367,6 +367,12 @@ class RecordBatch:
             raise CorruptRecordError(f"control batch at offset {self.header.base_offset} has no record")
         return parse_control_record(records[0].key, records[0].value)
 
+    def section_span(self) -> tuple[bytes | bytearray | memoryview, int, int]:
+        """The buffer this batch was read from and the bounds of its (possibly compressed)
+        records section in it: readers that decode several batches of one buffer together
+        (samsa.consumer.arrow_records) need no copy of an uncompressed section."""
+        return self._buf, self._pos + RECORD_BATCH_OVERHEAD, self._pos + self.header.size
+
     def records_section(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
                         ) -> bytes:
         """The uncompressed records section (decompressed on first use, then cached).
