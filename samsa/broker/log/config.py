@@ -21,6 +21,8 @@ from typing import Any
 from samsa.broker.config import BROKER_CONFIG
 from samsa.config import Type
 from samsa.errors import ConfigError, InvalidConfigError
+from samsa.records import Compression
+from samsa.records.compression import validate_level
 
 __all__ = [
     "BROKER_DEFAULTS",
@@ -35,6 +37,13 @@ __all__ = [
 ]
 
 LONG_MAX = (1 << 63) - 1
+# compression.type -> the codec stored batches must have; ``producer`` (absent) keeps the
+# producer's (BrokerCompressionType.targetCompression).
+_TARGET_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP,
+                  "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+_LEVEL_CODECS = {"compression.gzip.level": Compression.GZIP,
+                 "compression.lz4.level": Compression.LZ4,
+                 "compression.zstd.level": Compression.ZSTD}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,8 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in [
                  "delete (retention) and/or compact (the log cleaner keeps the latest record "
                  "of each key)"),
     TopicSetting("compression.type", Type.STRING, "compression.type",
-                 "final compression of the topic's batches; only 'producer' is applied"),
+                 "final compression of the topic's batches: batches of another codec are "
+                 "recompressed on append; 'producer' keeps the producer's"),
     TopicSetting("compression.gzip.level", Type.INT, "compression.gzip.level"),
     TopicSetting("compression.lz4.level", Type.INT, "compression.lz4.level"),
     TopicSetting("compression.zstd.level", Type.INT, "compression.zstd.level"),
@@ -119,7 +129,8 @@ TOPIC_TO_BROKER: dict[str, str] = {name: TOPIC_SETTINGS[name].synonym for name i
     "message.timestamp.type", "message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms", "cleanup.policy", "file.delete.delay.ms",
     "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio", "segment.jitter.ms",
+    "min.cleanable.dirty.ratio", "segment.jitter.ms", "compression.type",
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 )}
 
 # The broker settings this package reads (the synonyms above and their coarser-unit
@@ -219,7 +230,15 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
             if not 0 <= ratio <= 1:
                 raise _error(InvalidConfigError, name, f"{ratio} is not between 0 and 1")
             result[name] = str(value)
-        elif name in TOPIC_TO_BROKER and name not in ("message.timestamp.type", "cleanup.policy"):
+        elif name in _LEVEL_CODECS:
+            number = _as_int(name, value, InvalidConfigError)
+            try:  # KIP-390's ranges (GzipCompression, Lz4Compression, ZstdCompression)
+                validate_level(_LEVEL_CODECS[name], number)
+            except ValueError as exc:
+                raise _error(InvalidConfigError, name, str(exc)) from None
+            result[name] = str(number)
+        elif name in TOPIC_TO_BROKER and name not in ("message.timestamp.type", "cleanup.policy",
+                                                      "compression.type"):
             number = _as_int(name, value, InvalidConfigError)
             if name in ("retention.ms", "retention.bytes"):
                 if number < -1:
@@ -309,6 +328,23 @@ class LogConfig:
     # size the topic accepts (an uncompressed batch may be that large).
     max_decompressed_bytes: int = max(_D["samsa.decompressed.batch.max.bytes"],
                                       _D["message.max.bytes"])
+    # compression.type as a codec: produced batches of another codec are recompressed to it
+    # (LogValidator); None for ``producer`` (Kafka's default), which stores batches as produced.
+    target_codec: Compression | None = None
+    # compression.<codec>.level (KIP-390), used when the broker compresses.
+    gzip_level: int = _D["compression.gzip.level"]
+    lz4_level: int = _D["compression.lz4.level"]
+    zstd_level: int = _D["compression.zstd.level"]
+
+    def compression_level(self, codec: Compression) -> int | None:
+        """The level the broker compresses ``codec`` with (None: the codec has no level)."""
+        if codec == Compression.GZIP:
+            return self.gzip_level
+        if codec == Compression.LZ4:
+            return self.lz4_level
+        if codec == Compression.ZSTD:
+            return self.zstd_level
+        return None
 
     def random_segment_jitter(self) -> int:
         """A new segment's roll jitter, subtracted from segment.ms when it is checked for a
@@ -353,4 +389,8 @@ class LogConfig:
             min_cleanable_ratio=float(get("min.cleanable.dirty.ratio")),
             max_decompressed_bytes=max(int(resolved["samsa.decompressed.batch.max.bytes"]),
                                        int(get("max.message.bytes"))),
+            target_codec=_TARGET_CODECS.get(str(get("compression.type")).lower()),
+            gzip_level=int(get("compression.gzip.level")),
+            lz4_level=int(get("compression.lz4.level")),
+            zstd_level=int(get("compression.zstd.level")),
         )

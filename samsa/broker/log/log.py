@@ -41,6 +41,7 @@ from samsa.broker.log.files import (
 )
 from samsa.broker.log.handle_cache import HandleCache
 from samsa.broker.log.producer_state import ProducerStateEntry, ProducerStateManager
+from samsa.broker.log.recompression import recompressed_batch
 from samsa.broker.log.segment import LogSegment
 from samsa.broker.log.storage_errors import EPISODES, storage_error
 from samsa.broker.log.txn_index import AbortedTxn
@@ -407,7 +408,7 @@ class Log:
                 log_append_time = self.config.log_append_time
             else:
                 log_append_time = timestamp_type_override == TimestampType.LOG_APPEND_TIME
-            headers = self._validate_client_batches(buf, log_append_time, now)
+            buf, headers = self._validate_client_batches(buf, log_append_time, now)
             return self._append(buf, headers, leader_epoch, now, log_append_time, client=True)
 
     def append_control_marker(
@@ -443,13 +444,21 @@ class Log:
             return result
 
     def _validate_client_batches(self, buf: bytearray | memoryview, log_append_time: bool,
-                                 now: int) -> list[tuple[int, BatchHeader]]:
+                                 now: int
+                                 ) -> tuple[bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+        """Validate the produced batches; returns the buffer to append (``buf``, or a new one
+        when batches were recompressed to the topic's compression.type) and each batch's
+        position and header in it."""
         if not buf:
             raise InvalidRecordError("the produce request has no record batches for this partition")
         headers: list[tuple[int, BatchHeader]] = []
         max_bytes = self.config.max_message_bytes
         want_min = self.config.timestamp_before_max_ms < LONG_MAX and not log_append_time
         need_key = "compact" in self.config.cleanup_policy  # LogValidator.validateKey
+        # compression.type other than producer: batches of another codec are rebuilt
+        # (recompression.py); None (the default) costs one compare per batch.
+        target = self.config.target_codec
+        rebuilt: list[tuple[int, int, bytearray]] | None = None  # (pos, end, new batch)
         pos = 0
         while pos < len(buf):
             remaining = len(buf) - pos
@@ -522,9 +531,39 @@ class Log:
                                         or attributes & TIMESTAMP_TYPE_MASK):
                 set_max_timestamp(buf, pos, False, max_timestamp)  # CRC too
                 header = read_batch_header(buf, pos)
+            if target is not None and codec != target:
+                # LogValidator.validateMessagesAndAssignOffsetsCompressed: no in-place
+                # assignment across codecs, a new batch with the same records.
+                batch = recompressed_batch(buf, pos, memoryview(section)[first:last], target,
+                                           self.config.compression_level(target), max_bytes,
+                                           where)
+                if rebuilt is None:
+                    rebuilt = []
+                rebuilt.append((pos, end, batch))
+                header = read_batch_header(batch, 0)
             headers.append((pos, header))
             pos = end
-        return headers
+        if rebuilt is None:
+            return buf, headers
+        return self._with_rebuilt(buf, headers, rebuilt)
+
+    @staticmethod
+    def _with_rebuilt(buf: bytearray | memoryview, headers: list[tuple[int, BatchHeader]],
+                      rebuilt: list[tuple[int, int, bytearray]]
+                      ) -> tuple[bytearray, list[tuple[int, BatchHeader]]]:
+        """``buf`` with the recompressed batches in place of the produced ones, and the
+        batches' new positions."""
+        out = bytearray()
+        replaced = {pos: (end, batch) for pos, end, batch in rebuilt}
+        moved: list[tuple[int, BatchHeader]] = []
+        for pos, header in headers:
+            new_pos = len(out)
+            if pos in replaced:
+                out += replaced[pos][1]
+            else:
+                out += buf[pos : pos + header.batch_length + LOG_OVERHEAD]
+            moved.append((new_pos, header))
+        return out, moved
 
     def _append(
         self,

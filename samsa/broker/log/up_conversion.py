@@ -10,7 +10,8 @@ otherwise):
   epoch or sequence, not transactional, records with their timestamps (v0: -1) and keys and
   values, no headers;
 * codec: the topic's ``compression.type``, or the source's when that is ``producer`` (Kafka's
-  ``BrokerCompressionType.targetCompression``); compressed input must be a single wrapper;
+  ``BrokerCompressionType.targetCompression``), at the topic's ``compression.<codec>.level``;
+  compressed input must be a single wrapper;
 * records are checked as Kafka's ``validateRecord`` does: inner messages of the wrapper's magic
   and uncompressed, keys on compacted topics, CreateTime timestamps within
   message.timestamp.before/after.max.ms, no producer-set LogAppendTime.  Any record error
@@ -91,8 +92,10 @@ def up_convert(data: bytes | bytearray | memoryview, config: LogConfig, now_ms: 
     first = batches[0]
     if source != Compression.NONE and len(batches) > 1:
         raise InvalidRecordError("Compressed outer record has more than one batch")
+    # compression.<codec>.level (KIP-390): the broker compresses here.
     builder = RecordBatchBuilder(compression=target, timestamp_type=TimestampType.CREATE_TIME,
-                                 batch_size_limit=_NO_LIMIT)
+                                 batch_size_limit=_NO_LIMIT,
+                                 compression_level=config.compression_level(target))
     for batch in batches:
         if batch.magic != first.magic:
             raise InvalidRecordError(f"{batch.where}: batch magic {batch.magic} is not the same "
