@@ -1,6 +1,8 @@
 """Executor side of reading: one offset range of one partition into Arrow record batches.
 
-Runs in Spark's Python workers.  Reuses one assign-only consumer per worker process and
+Runs in Spark's Python workers.  Records are read with KafkaConsumer.poll_arrow, so a
+partition's records go from the fetched bytes to Arrow columns without a Python object per
+record (samsa.consumer.arrow_records).  Reuses one assign-only consumer per worker process and
 client config (workers are reused across tasks), seeks to the range's start and polls until
 the consumer's position reaches the end.  The position, not the last record's offset, decides
 when a range is done: compaction leaves offset gaps and transaction markers take offsets that
@@ -23,7 +25,7 @@ from samsa.spark.errors import DataLossError
 from samsa.spark.offsets import OffsetRange, consumer_config
 from samsa.spark.schema import arrow_schema
 
-__all__ = ["read_range", "to_record_batch"]
+__all__ = ["read_range", "to_spark_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -47,44 +49,39 @@ def _consumer(client: Mapping[str, str], group_id: str | None) -> Any:
 _TS_US = pa.timestamp("us", tz="UTC")
 
 
-def to_record_batch(topic: str, partition: int, rows: list[Any], include_headers: bool) -> pa.RecordBatch:
-    """ConsumerRecords of one partition -> a RecordBatch in the source's schema.
-
-    Columns that are constant or dense (topic, partition, timestampType, offsets) are built
-    with numpy instead of from per-record Python objects.
-    """
+def to_spark_batch(batch: pa.RecordBatch, include_headers: bool) -> pa.RecordBatch:
+    """One partition's records from KafkaConsumer.poll_arrow -> the source's schema: timestamps
+    in UTC microseconds, timestampType int32, and (as Spark's Kafka source) null headers for a
+    record without any.  Column operations only, nothing per record."""
     schema = arrow_schema(include_headers)
-    n = len(rows)
-    # ConsumerRecord: topic, partition, offset, timestamp, timestamp_type, key, value, headers, ...
-    _, _, offsets, stamps, types, keys, values, headers, *_ = zip(*rows, strict=True)
-    first = offsets[0]
-    if offsets[-1] - first == n - 1:  # no gaps (the usual case): 0.5 ns a row instead of 20
-        offset_col = pa.array(np.arange(first, first + n, dtype=np.int64))
-    else:
-        offset_col = pa.array(offsets, pa.int64())
-    kind = int(types[0])
-    if types.count(types[0]) == n:
-        type_col = pa.array(np.full(n, kind, dtype=np.int32))
-    else:
-        type_col = pa.array(list(map(int, types)), pa.int32())
+    stamps = batch.column("timestamp").to_numpy() * 1000
     columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32)),
-        pa.array(np.full(n, partition, dtype=np.int32)),
-        offset_col,
-        pa.array(np.fromiter(stamps, np.int64, n) * 1000, _TS_US),
-        type_col,
+        batch.column("key"), batch.column("value"), batch.column("topic"),
+        batch.column("partition"), batch.column("offset"), pa.array(stamps, _TS_US),
+        batch.column("timestamp_type").cast(pa.int32()),
     ]
     if include_headers:
-        columns.append(pa.array([h or None for h in headers], schema.field("headers").type))
+        headers = batch.column("headers")
+        offsets = headers.offsets.to_numpy()
+        first = int(offsets[0])  # a slice's offsets point into its parent's values
+        values = headers.values.slice(first, int(offsets[-1]) - first)
+        empty = pa.array(np.diff(offsets) == 0)
+        columns.append(pa.ListArray.from_arrays(pa.array(offsets - first), values, mask=empty)
+                       .cast(schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _joined(pieces: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
 
 
 def read_range(rng: OffsetRange, client: Mapping[str, str], include_headers: bool,
                fail_on_data_loss: bool, poll_timeout_ms: int, group_id: str | None = None
                ) -> Iterator[pa.RecordBatch]:
-    """Yield the records of ``rng`` (offsets [start, end)) as Arrow batches.
+    """Yield the records of ``rng`` (offsets [start, end)) as Arrow batches of about
+    BATCH_ROWS rows, decoded by the consumer's poll_arrow (no Python object per record).
 
     Under read_committed the range ends at a last stable offset and the consumer skips
     aborted transactions and markers: the position moving past them, not a record at each
@@ -96,26 +93,30 @@ def read_range(rng: OffsetRange, client: Mapping[str, str], include_headers: boo
     consumer.assign([tp])
     consumer.seek(tp, rng.start)
     position, end = rng.start, rng.end
-    rows: list[Any] = []
+    pieces: list[pa.RecordBatch] = []
+    pending = 0
     idle_since = time.monotonic()
     while position < end:
         try:
-            records = consumer.poll(_POLL_SECONDS, max_records=BATCH_ROWS).records(tp)
+            batch = consumer.poll_arrow(_POLL_SECONDS, max_records=BATCH_ROWS - pending).get(tp)
         except OffsetOutOfRangeError:
             position = _skip_lost(consumer, tp, position, end, fail_on_data_loss)
             if position < end:
                 consumer.seek(tp, position)
             continue
-        if records:
+        got = batch is not None and batch.num_rows > 0
+        if batch is not None and got:
             idle_since = time.monotonic()
-            if records[-1].offset >= end:
-                records = [r for r in records if r.offset < end]
-            rows += records
-            if len(rows) >= BATCH_ROWS:
-                yield to_record_batch(rng.topic, rng.partition, rows, include_headers)
-                rows = []
+            offsets = batch.column("offset")
+            if offsets[-1].as_py() >= end:
+                batch = batch.slice(0, int(offsets.to_numpy().searchsorted(end)))
+            pieces.append(to_spark_batch(batch, include_headers))
+            pending += batch.num_rows
+            if pending >= BATCH_ROWS:
+                yield _joined(pieces)
+                pieces, pending = [], 0
         position = consumer.position(tp)
-        if not records and position < end:
+        if not got and position < end:
             # Nothing came: either the rest of the range is gone (log truncated below the
             # end we planned for) or the broker is slow; tell them apart by the log end.
             log_end = consumer.end_offsets([tp])[tp]
@@ -125,8 +126,8 @@ def read_range(rng: OffsetRange, client: Mapping[str, str], include_headers: boo
             if (time.monotonic() - idle_since) * 1000 > poll_timeout_ms:
                 raise TimeoutError(f"no records from {tp} at offset {position} for {poll_timeout_ms} ms "
                                    f"(kafkaConsumer.pollTimeoutMs) although the log ends at {log_end}")
-    if rows:
-        yield to_record_batch(rng.topic, rng.partition, rows, include_headers)
+    if pieces:
+        yield _joined(pieces)
 
 
 def _skip_lost(consumer: Any, tp: TopicPartition, position: int, end: int, fail: bool) -> int:

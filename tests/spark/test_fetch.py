@@ -1,23 +1,28 @@
-"""to_record_batch: ConsumerRecords -> Arrow in the source's exact schema, without Spark."""
+"""to_spark_batch: poll_arrow's columns -> Arrow in the source's exact schema, without Spark."""
 
 from __future__ import annotations
 
-from samsa.consumer.records import ConsumerRecord
-from samsa.records import TimestampType
-from samsa.spark.fetch import to_record_batch
+import pyarrow as pa
+
+from samsa.consumer.arrow_records import rows_to_piece, with_partition
+from samsa.records import Record, TimestampType
+from samsa.spark.fetch import to_spark_batch
 from samsa.spark.schema import arrow_schema
 
 
 def record(offset: int, ts_type: TimestampType = TimestampType.CREATE_TIME,
-           headers: list[tuple[str, bytes | None]] | None = None) -> ConsumerRecord:
+           headers: list[tuple[str, bytes | None]] | None = None) -> Record:
     key = None if offset % 2 else f"k{offset}".encode()
-    return ConsumerRecord("t", 3, offset, 1_700_000_000_000 + offset, ts_type, key, f"v{offset}".encode(),
-                          headers or [], -1, 2, None)
+    return Record(offset, 1_700_000_000_000 + offset, key, f"v{offset}".encode(), headers or [], ts_type)
+
+
+def polled(records: list[Record]) -> pa.RecordBatch:
+    """What KafkaConsumer.poll_arrow hands out for these records of partition ("t", 3)."""
+    return with_partition("t", 3, [rows_to_piece(records)])
 
 
 def test_dense_offsets_and_constant_columns() -> None:
-    rows = [record(o) for o in range(5, 9)]
-    batch = to_record_batch("t", 3, rows, include_headers=False)
+    batch = to_spark_batch(polled([record(o) for o in range(5, 9)]), include_headers=False)
     assert batch.schema == arrow_schema(False)
     d = batch.to_pydict()
     assert d["offset"] == [5, 6, 7, 8]
@@ -28,9 +33,16 @@ def test_dense_offsets_and_constant_columns() -> None:
 
 def test_offset_gaps_mixed_timestamp_types_and_headers() -> None:
     rows = [record(0), record(3, TimestampType.LOG_APPEND_TIME, [("h", b"x"), ("n", None)]), record(4)]
-    batch = to_record_batch("t", 3, rows, include_headers=True)
+    batch = to_spark_batch(polled(rows), include_headers=True)
     assert batch.schema == arrow_schema(True)
     d = batch.to_pydict()
     assert d["offset"] == [0, 3, 4]
     assert d["timestampType"] == [0, 1, 0]
     assert d["headers"] == [None, [{"key": "h", "value": b"x"}, {"key": "n", "value": None}], None]
+
+
+def test_a_slice_keeps_its_own_headers() -> None:
+    rows = [record(i, headers=[("i", str(i).encode())] if i % 3 else None) for i in range(9)]
+    batch = to_spark_batch(polled(rows).slice(4, 4), include_headers=True)
+    assert batch.to_pydict()["headers"] == [
+        [{"key": "i", "value": str(i).encode()}] if i % 3 else None for i in range(4, 8)]
