@@ -4,7 +4,8 @@ v0 asks for offsets in ZooKeeper, which a KRaft broker does not have: Kafka 3.9 
 partition of a topic that exists with UNSUPPORTED_VERSION (``KafkaApis.commitOffsetsToZookeeper``
 -> ``requireZkOrThrow``, the request's error response), unknown ones with
 UNKNOWN_TOPIC_OR_PARTITION when no partition is left to commit.  v1 carries a commit timestamp
-per partition (-1: now), v2-4 a retention time, which is ignored (no offsets expire here).
+per partition (-1: now), v2-4 a retention time (-1: offsets.retention.minutes), after which
+the committed offsets expire (the group coordinator's expiration.py).
 Standalone consumers commit with generation -1 and no member id.
 """
 
@@ -50,7 +51,8 @@ def handle_offset_commit(services: BrokerServices,
     commits = [
         PartitionCommit(t.name, p.partition_index, p.committed_offset,
                         p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata,
-                        p.commit_timestamp if version == 1 else -1)
+                        p.commit_timestamp if version == 1 else -1,
+                        req.retention_time_ms if 2 <= version <= 4 else -1)
         for t in req.topics if t.name in readable for p in t.partitions
     ]
     errors = iter(services.groups.commit_offsets(

@@ -18,6 +18,9 @@ States Empty -> PreparingRebalance -> CompletingRebalance -> Stable (and Dead wh
 * OffsetCommit validates generation and member, stores the commit, then answers.
 * TxnOffsetCommit stores offsets in a transactional batch; they stay pending (txn_offsets.py)
   until the transaction coordinator has ``complete_transaction`` write the marker.
+* Every ``offsets.retention.check.interval.ms`` expired offsets are removed (KIP-211, the rules
+  in expiration.py) with tombstones in ``__consumer_offsets``, and an Empty group left without
+  offsets is deleted (Kafka's GroupCoordinatorShard.cleanupGroupMetadata).
 
 Everything runs under one lock.  Responses are never sent under it: callbacks queue up in an
 outbox that is drained once the lock is released.  Timers (KeyedTimer) run their tasks on
@@ -34,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from samsa.broker.group.expiration import expired_offsets
 from samsa.broker.group.group import (
     ClassicGroup,
     GroupState,
@@ -101,6 +105,10 @@ GROUP_DEFAULTS: dict[str, int] = {
     "offset.metadata.max.bytes": 4096,
     "offsets.topic.num.partitions": 50,
     "offsets.topic.segment.bytes": 104_857_600,
+    # KIP-211: offsets expire this long after their group became Empty (or after their commit
+    # for groups without members), checked every offsets.retention.check.interval.ms.
+    "offsets.retention.minutes": 10_080,
+    "offsets.retention.check.interval.ms": 600_000,
 }
 # A new member's parked join is dropped after this (it cannot heartbeat; Kafka's value).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -169,6 +177,7 @@ class GroupCoordinator:
         self.timer = KeyedTimer()
         self._closed = False
         self._load()
+        self._schedule_expiration()
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -226,6 +235,57 @@ class GroupCoordinator:
         with self._locked():
             if not self._closed:
                 task(*args)
+
+    def _schedule_expiration(self) -> None:
+        self.timer.schedule(("expire-offsets",),
+                            self.settings["offsets.retention.check.interval.ms"],
+                            lambda: self._on_timer(self._expiration_due))
+
+    def _expiration_due(self) -> None:
+        try:
+            self.expire_offsets(_now_ms(), locked=True)
+        finally:
+            self._schedule_expiration()
+
+    def expire_offsets(self, now_ms: int | None = None, *, locked: bool = False) -> int:
+        """Remove the expired offsets of every group (expiration.py), writing their tombstones,
+        and delete the Empty groups left with none (GroupCoordinatorShard.cleanupGroupMetadata);
+        returns how many offsets expired.  Runs every offsets.retention.check.interval.ms."""
+        if not locked:
+            with self._locked():
+                return self.expire_offsets(now_ms, locked=True)
+        now = _now_ms() if now_ms is None else now_ms
+        retention_ms = self.settings["offsets.retention.minutes"] * 60_000
+        total = 0
+        for group_id, group in list(self.groups.items()):
+            pending = self.pending_offsets.pending_partitions(group_id)
+            expiry = expired_offsets(group, now, retention_ms, pending)
+            # GroupMetadataManager.maybeDeleteGroup: only an Empty group with nothing left and
+            # no open transaction.
+            drop_group = (expiry.all_expired and not pending and not group.members
+                          and group.is_in(GroupState.EMPTY))
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offset_key(group_id, topic, partition), None)
+                for topic, partition in expiry.expired]
+            if drop_group:
+                tombstones.append((group_key(group_id), None))
+            if not tombstones:
+                continue
+            try:
+                self.store.append(group_id, tombstones)
+            except KafkaError as exc:
+                log.warning("group %s: writing the tombstones of expired offsets failed (tried "
+                            "again in offsets.retention.check.interval.ms): %s", group_id, exc)
+                continue
+            for tp in expiry.expired:
+                group.remove_offset(tp)
+            total += len(expiry.expired)
+            if drop_group:
+                group.transition_to(GroupState.DEAD)
+                del self.groups[group_id]
+            log.info("group %s: %d committed offset(s) expired%s", group_id,
+                     len(expiry.expired), "; group removed" if drop_group else "")
+        return total
 
     # -- JoinGroup ------------------------------------------------------------------------------
 
@@ -706,9 +766,12 @@ class GroupCoordinator:
                 errors.append(UnknownTopicOrPartitionError.code)
             else:
                 errors.append(NONE)
+                # OffsetMetadataManager.expireTimestampMs: an explicit retention time (v2-4)
+                # fixes the expiry at commit time.
                 accepted[(c.topic, c.partition)] = OffsetAndMetadata(
                     c.offset, c.leader_epoch, c.metadata or "",
-                    now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms)
+                    now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms,
+                    -1 if c.retention_time_ms == -1 else now + c.retention_time_ms)
         return errors, accepted
 
     def _validate_commit(self, group_id: str, generation_id: int, member_id: str,
@@ -983,6 +1046,8 @@ class GroupCoordinator:
     def _restore(self, group: ClassicGroup, value: GroupValue) -> None:
         group.protocol_type = value.protocol_type or None
         group.generation_id = value.generation
+        # When it became Empty, where offset retention counts from (-1: unknown, an old record).
+        group.state_timestamp_ms = value.current_state_timestamp
         group.protocol_name = value.protocol
         for m in value.members:
             member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -1014,7 +1079,7 @@ def _offset_records(group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMe
                     ) -> list[tuple[bytes, bytes | None]]:
     return [(offset_key(group_id, topic, partition),
              offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                      o.commit_timestamp_ms)))
+                                      o.commit_timestamp_ms, o.expire_timestamp_ms)))
             for (topic, partition), o in offsets.items()]
 
 

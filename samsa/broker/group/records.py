@@ -122,9 +122,16 @@ class OffsetValue:
     leader_epoch: int
     metadata: str
     commit_timestamp: int
+    expire_timestamp: int = -1  # only in value version 1
 
 
 def offset_value(value: OffsetValue) -> bytes:
+    if value.expire_timestamp >= 0:
+        # An explicit expire timestamp (OffsetCommit v2-4's retention time) needs version 1,
+        # the only one with the field, as Kafka writes it (GroupCoordinatorRecordHelpers).
+        return _encode(OFFSET_VALUE, 1, False, offset=value.offset, metadata=value.metadata,
+                       commit_timestamp=value.commit_timestamp,
+                       expire_timestamp=value.expire_timestamp)
     return _encode(OFFSET_VALUE, OFFSET_VALUE_VERSION, False, offset=value.offset,
                    leader_epoch=value.leader_epoch, metadata=value.metadata,
                    commit_timestamp=value.commit_timestamp)
@@ -133,7 +140,8 @@ def offset_value(value: OffsetValue) -> bytes:
 def decode_offset_value(data: bytes) -> OffsetValue:
     (version,) = _INT16.unpack_from(data)
     v, _ = decode_struct(OFFSET_VALUE, version, version in _VALUE_FLEXIBLE, data, 2)
-    return OffsetValue(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+    return OffsetValue(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                       v.expire_timestamp)
 
 
 @dataclass(frozen=True, slots=True)

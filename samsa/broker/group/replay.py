@@ -66,7 +66,8 @@ class Replay:
             self.pending.discard(key.group, [tp])
             return
         v = decode_offset_value(item.value)
-        offset = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+        offset = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                   v.expire_timestamp)
         if item.producer_id >= 0:
             self.pending.add(item.partition, item.producer_id, key.group, tp,
                              PendingOffset(offset, item.offset))
