@@ -1,19 +1,32 @@
-"""Consumer throughput: samsa vs confluent-kafka, kafka-python and aiokafka, same broker and topic.
+"""Consumer throughput: samsa (poll() and poll_arrow()) vs confluent-kafka, kafka-python and
+aiokafka, same broker and topic, each peer with its best documented settings.
 
     .venv/bin/python bench/consumer.py [--num-records N] [--partitions P] [--bootstrap-server H:P]
-        [--clients samsa,confluent,kafka-python,aiokafka]
+        [--clients samsa,samsa-arrow,confluent,kafka-python,aiokafka] [--mock-records M]
 
-Without --bootstrap-server a ``samsa broker`` subprocess is started on a temporary data
-directory (so the broker never shares a GIL with a client).  One topic of P partitions
-(default 4) is filled once with N (default 1,000,000) records of 100-byte values by
-confluent-kafka; then each client reads all of it in its own subprocess: metadata first, then
-the clock starts, every partition is assigned from the beginning (no group), and the clock
-stops at the N-th record.  Every client touches each record's value, with its default fetch
-settings.  CPU seconds are time.process_time of the worker (all its threads; librdkafka's
-too).
+Without --bootstrap-server two brokers are started, each in its own process: a ``samsa broker``
+on a temporary data directory, and librdkafka's mock cluster (``python -m
+tests.support.mock_cluster``; it keeps only ~5 MiB per partition, so its M records, default
+500,000, are spread over 16 partitions).  Each topic is filled once with records of 100-byte
+values by confluent-kafka; then each client reads all of it in its own subprocess: metadata
+first, then the clock starts, every partition is assigned from the beginning (no group), and
+the clock stops at the last record.  Every client touches each record's value (poll_arrow: the
+value column's lengths, summed by Arrow).  CPU seconds are time.process_time of the worker
+(all its threads; librdkafka's too).
 
-Prints per client: records/s, MB/s, CPU seconds, and records/s relative to kafka-python and
-confluent-kafka.  Target: samsa >= 2x kafka-python.
+Settings (printed with the results):
+
+* confluent-kafka: ``fetch.queue.backoff.ms=10`` and ``consume(10000)``.  librdkafka stops
+  fetching a partition once queued.min.messages (100,000) or queued.max.messages.kbytes are
+  queued and waits fetch.queue.backoff.ms before the next fetch -- 1000 ms by default
+  (CONFIGURATION.md; the setting came in librdkafka 2.1), which leaves the consumer idle most
+  of the time in a bench that drains the queue faster than that;
+* samsa: poll() with max_records=10000; poll_arrow() with max_records=10000;
+* kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.
+
+Prints per client and broker: records/s, MB/s, CPU seconds, and records/s relative to
+kafka-python and confluent-kafka.  Targets: samsa poll() >= 1.0x confluent-kafka, poll_arrow()
+>= 2x.
 """
 
 from __future__ import annotations
@@ -31,7 +44,17 @@ from contextlib import contextmanager
 from typing import Any
 
 VALUE_SIZE = 100
-CLIENTS = ("samsa", "confluent", "kafka-python", "aiokafka")
+CLIENTS = ("samsa", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
+MAX_RECORDS = 10_000  # samsa's max_records per poll, confluent-kafka's consume() batch
+CONFLUENT_SETTINGS = {"fetch.queue.backoff.ms": 10}
+SETTINGS = {
+    "samsa": f"poll(1.0, max_records={MAX_RECORDS})",
+    "samsa-arrow": f"poll_arrow(1.0, max_records={MAX_RECORDS})",
+    "confluent": f"fetch.queue.backoff.ms=10, consume({MAX_RECORDS}, 1.0)",
+    "kafka-python": "defaults, poll(timeout_ms=1000)",
+    "aiokafka": "defaults, getmany(timeout_ms=1000)",
+}
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOPIC = "bench-consume"
 
 
@@ -48,9 +71,29 @@ def run_samsa(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, 
     count = nbytes = 0
     poll = consumer.poll
     while count < n:
-        for record in poll(1.0):
+        for record in poll(1.0, max_records=MAX_RECORDS):
             nbytes += len(record.value)
             count += 1
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    consumer.close()
+    return {"seconds": t1 - t0, "cpu": cpu1 - cpu0, "records": count, "bytes": nbytes}
+
+
+def run_samsa_arrow(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, Any]:
+    import pyarrow.compute as pc
+
+    from samsa.consumer import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    consumer.partitions_for(topic)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    count = nbytes = 0
+    poll = consumer.poll_arrow
+    while count < n:
+        for batch in poll(1.0, max_records=MAX_RECORDS).values():
+            nbytes += pc.sum(pc.binary_length(batch.column("value"))).as_py() or 0
+            count += batch.num_rows
     t1, cpu1 = time.perf_counter(), time.process_time()
     consumer.close()
     return {"seconds": t1 - t0, "cpu": cpu1 - cpu0, "records": count, "bytes": nbytes}
@@ -60,14 +103,14 @@ def run_confluent(bootstrap: str, topic: str, n: int, partitions: int) -> dict[s
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-confluent",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, **CONFLUENT_SETTINGS})
     consumer.list_topics(topic, timeout=30)
     cpu0, t0 = time.process_time(), time.perf_counter()
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     count = nbytes = 0
     consume = consumer.consume
     while count < n:
-        for msg in consume(10_000, 1.0):
+        for msg in consume(MAX_RECORDS, 1.0):
             if msg.error() is None:
                 nbytes += len(msg.value() or b"")
                 count += 1
@@ -127,7 +170,7 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, partitions: int) -> dict[st
     return asyncio.run(main())
 
 
-WORKERS = {"samsa": run_samsa, "confluent": run_confluent, "kafka-python": run_kafka_python,
+WORKERS = {"samsa": run_samsa, "samsa-arrow": run_samsa_arrow, "confluent": run_confluent, "kafka-python": run_kafka_python,
            "aiokafka": run_aiokafka}
 
 
@@ -154,14 +197,16 @@ def samsa_broker() -> Iterator[str]:
         proc.wait(60)
 
 
-def fill(bootstrap: str, topic: str, n: int, partitions: int) -> None:
-    """Create the topic and write n records round-robin over its partitions (confluent-kafka)."""
+def fill(bootstrap: str, topic: str, n: int, partitions: int, create: bool) -> None:
+    """Create the topic (unless the mock has it) and write n records round-robin over its
+    partitions (confluent-kafka)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(30)
+    if create:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+            future.result(30)
     value = os.urandom(VALUE_SIZE // 4).hex().encode()[: VALUE_SIZE // 2] + b"a" * (VALUE_SIZE - VALUE_SIZE // 2)
     errors: list[Any] = []
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1,
@@ -180,8 +225,9 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int) -> None:
         raise RuntimeError(f"filling {topic} failed: {errors[:3]}")
 
 
-def report(rows: dict[str, dict[str, Any]], n: int) -> None:
-    header = f"{'client':<13}{'rec/s':>11}{'MB/s':>8}{'cpu s':>8}{'vs kp':>7}{'vs ck':>7}"
+def report(title: str, rows: dict[str, dict[str, Any]], n: int) -> None:
+    print(f"\n{title}: {n:,} records")
+    header = f"{'client':<13}{'rec/s':>11}{'MB/s':>8}{'cpu s':>8}{'vs kp':>7}{'vs ck':>7}  settings"
     print(header)
     print("-" * len(header))
     base_kp = rows.get("kafka-python", {}).get("seconds")
@@ -194,8 +240,35 @@ def report(rows: dict[str, dict[str, Any]], n: int) -> None:
         vs_kp = f"{base_kp / secs:.2f}" if base_kp else "-"
         vs_ck = f"{base_ck / secs:.2f}" if base_ck else "-"
         print(f"{client:<13}{n / secs:>11.0f}{r['bytes'] / secs / 1024 / 1024:>8.2f}{r['cpu']:>8.2f}"
-              f"{vs_kp:>7}{vs_ck:>7}", flush=True)
-    print("vs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's.")
+              f"{vs_kp:>7}{vs_ck:>7}  {SETTINGS[client]}", flush=True)
+
+
+@contextmanager
+def mock_cluster(topic: str, partitions: int) -> Iterator[str]:
+    """librdkafka's mock cluster (tests/support/mock_cluster.py) in its own process."""
+    cmd = [sys.executable, "-m", "tests.support.mock_cluster", "--brokers", "1",
+           "--topic", f"{topic}:{partitions}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            cwd=REPO_ROOT)
+    assert proc.stdout is not None
+    bootstrap = proc.stdout.readline().strip()
+    try:
+        if not bootstrap:
+            raise RuntimeError("mock cluster did not start")
+        yield bootstrap
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def bench(title: str, bootstrap: str, topic: str, n: int, partitions: int, clients: list[str],
+          create: bool) -> None:
+    start = time.perf_counter()
+    fill(bootstrap, topic, n, partitions, create)
+    print(f"filled {topic} ({partitions} partitions) with {n:,} x {VALUE_SIZE} B records in "
+          f"{time.perf_counter() - start:.1f} s (confluent-kafka), {title} at {bootstrap}", flush=True)
+    rows = {client: run_one(client, bootstrap, n, partitions, topic) for client in clients}
+    report(title, rows, n)
 
 
 def main() -> int:
@@ -203,6 +276,9 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num-records", "-n", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--mock-records", type=int, default=500_000,
+                        help="records for the mock cluster rows (0: skip them)")
+    parser.add_argument("--mock-partitions", type=int, default=16)
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--topic", default=None, help="An existing topic holding the records (skips the fill).")
@@ -215,19 +291,24 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
+    clients = [c for c in args.clients.split(",") if c]
     n = args.num_records
-    with (samsa_broker() if args.bootstrap_server is None else _given(args.bootstrap_server)) as bootstrap:
+    if args.bootstrap_server is not None:
         topic = args.topic or f"{TOPIC}-{os.getpid()}"
         if args.topic is None:
-            start = time.perf_counter()
-            fill(bootstrap, topic, n, args.partitions)
-            print(f"filled {topic} ({args.partitions} partitions) with {n} x {VALUE_SIZE} B records "
-                  f"in {time.perf_counter() - start:.1f} s (confluent-kafka), broker {bootstrap}\n",
-                  flush=True)
-        rows: dict[str, dict[str, Any]] = {}
-        for client in (c for c in args.clients.split(",") if c):
-            rows[client] = run_one(client, bootstrap, n, args.partitions, topic)
-        report(rows, n)
+            fill(args.bootstrap_server, topic, n, args.partitions, True)
+        report(f"broker {args.bootstrap_server}", {
+            c: run_one(c, args.bootstrap_server, n, args.partitions, topic) for c in clients}, n)
+        return 0
+    with samsa_broker() as bootstrap:
+        bench("samsa broker", bootstrap, f"{TOPIC}-{os.getpid()}", n, args.partitions, clients, True)
+    if args.mock_records:
+        topic = f"{TOPIC}-mock"
+        with mock_cluster(topic, args.mock_partitions) as bootstrap:
+            bench("librdkafka mock cluster", bootstrap, topic, args.mock_records,
+                  args.mock_partitions, clients, False)
+    print("\nvs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's "
+          "(same broker, same run).  Targets: samsa >= 1.0x ck, samsa-arrow >= 2.0x ck.")
     return 0
 
 
