@@ -192,3 +192,67 @@ def test_the_check_runs_every_interval(
                   for b in iter_batches(seg.log_path.read_bytes()) for r in b.records()
                   if r.value is None]
     assert len(tombstoned) == 2  # the offset and the group
+
+
+def test_broker_expires_commits_of_clients(make_broker: Callable[..., Any],
+                                           raw_client: Callable[[int], Any]) -> None:
+    """Through the broker: a confluent-kafka standalone consumer's commit and an OffsetCommit
+    v2 with a retention time expire, and OffsetFetch (confluent-kafka's committed()) then
+    answers no offset; a consumer group's commit stays while the group is Stable."""
+    from confluent_kafka import OFFSET_INVALID, Consumer, TopicPartition
+
+    from samsa.protocol import OffsetCommitRequest
+
+    broker = make_broker({"offsets.retention.minutes": 1,
+                          "offsets.retention.check.interval.ms": 100,
+                          "group.initial.rebalance.delay.ms": 0})
+    broker.log_manager.create_topic("t", 1)
+    servers = broker.bootstrap_servers
+
+    client = raw_client(broker.port)
+    request = OffsetCommitRequest(
+        group_id="old-client", generation_id_or_member_epoch=-1, member_id="",
+        retention_time_ms=300, topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+            name="t", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=7, committed_metadata="")])])
+    assert client.call(request, 2).topics[0].partitions[0].error_code == 0
+
+    standalone = Consumer({"bootstrap.servers": servers, "group.id": "standalone",
+                           "enable.auto.commit": False})
+    grouped = Consumer({"bootstrap.servers": servers, "group.id": "grouped",
+                        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                        "session.timeout.ms": 6000})
+    try:
+        tp = TopicPartition("t", 0, 3)
+        standalone.commit(offsets=[tp], asynchronous=False)
+        grouped.subscribe(["t"])
+        deadline = time.monotonic() + 30
+        while not grouped.assignment():
+            assert time.monotonic() < deadline, "no assignment"
+            grouped.poll(0.1)
+        grouped.commit(offsets=[TopicPartition("t", 0, 4)], asynchronous=False)
+
+        def offset_of(consumer: Any) -> int:
+            return consumer.committed([TopicPartition("t", 0)], 10)[0].offset
+
+        assert offset_of(standalone) == 3
+        coordinator = broker.apis.services.groups
+        eventually(lambda: "old-client" not in coordinator.groups)  # after ~300 ms
+        _, found = coordinator.fetch_offsets("old-client", [("t", 0)])
+        assert found == {("t", 0): None}
+        # The standalone commit expires a minute after it was made: age it instead of waiting.
+        with coordinator._lock:
+            group = coordinator.groups["standalone"]
+            o = group.offsets[("t", 0)]
+            group.offsets[("t", 0)] = type(o)(o.offset, o.leader_epoch, o.metadata,
+                                              o.commit_timestamp_ms - 60_000)
+            grouped_group = coordinator.groups["grouped"]
+            g = grouped_group.offsets[("t", 0)]
+            grouped_group.offsets[("t", 0)] = type(g)(g.offset, g.leader_epoch, g.metadata,
+                                                      g.commit_timestamp_ms - 600_000)
+        eventually(lambda: offset_of(standalone) == OFFSET_INVALID)
+        time.sleep(0.3)  # a few more checks: the Stable group's subscribed offset stays
+        assert offset_of(grouped) == 4
+    finally:
+        standalone.close()
+        grouped.close()
