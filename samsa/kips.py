@@ -81,6 +81,10 @@ KIPS: tuple[Kip, ...] = (
         ("samsa/net/backoff.py",), "reconnect.backoff.max.ms"),
     Kip(195, "AdminClient.createPartitions", _Y,
         ("samsa/admin/client.py", "samsa/broker/apis/create_partitions.py")),
+    Kip(211, "Revise Expiration Semantics of Consumer Group Offsets", _Y,
+        ("samsa/broker/group/expiration.py",),
+        "offsets.retention.minutes counted from when the group became Empty (from each commit "
+        "for standalone consumers)"),
     Kip(226, "Dynamic Broker Configuration", _P, ("samsa/broker/dynamic_config.py",),
         "the log settings Kafka's DynamicLogConfig covers"),
     Kip(227, "Incremental FetchRequests to Increase Partition Scalability", _N,
