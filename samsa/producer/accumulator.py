@@ -78,6 +78,7 @@ __all__ = [
     "ReadyCheckResult",
     "RecordAccumulator",
     "RecordAppendResult",
+    "RecordRun",
     "TransactionManagerView",
 ]
 
@@ -250,6 +251,23 @@ class _RecordRun:
             None if self.keys is None else self.keys[index], self.values[index],
             None if self.headers is None else self.headers[index],
         )
+
+
+class RecordRun(Protocol):
+    """Records :meth:`RecordAccumulator._append` takes in runs: :class:`_OneRecord`,
+    :class:`_RecordRun`, or send_arrow's ArrowRun (samsa.producer.arrow_batches)."""
+
+    @property
+    def future(self) -> RecordFuture | None: ...
+
+    def into(self, batch: ProducerBatch, start: int, end: int, now_ms: int) -> int:
+        """Under the deque lock: records ``start`` .. ``end - 1`` into ``batch`` until one does
+        not fit; the index of the first record not appended."""
+        ...
+
+    def upper_bound(self, index: int) -> int:
+        """estimate_size_upper_bound of record ``index`` (a new batch is at least this big)."""
+        ...
 
 
 class ReadyCheckResult(NamedTuple):
@@ -592,11 +610,31 @@ class RecordAccumulator:
         if result[1] or result[2]:
             wakeup()
 
+    def append_run(
+        self,
+        topic: str,
+        partition: int,
+        run: RecordRun,
+        count: int,
+        max_time_to_block_ms: float,
+        now_ms: int,
+        cluster: ClusterView,
+        wakeup: Callable[[], object],
+    ) -> None:
+        """Append ``count`` records that ``run`` encodes itself (send_arrow's columns), as
+        :meth:`append_many` appends its lists: in order, batches as full as batch.size allows,
+        the sticky partition followed for UNKNOWN_PARTITION, the Sender woken."""
+        if count <= 0:
+            return
+        result = self._append(topic, partition, run, count, max_time_to_block_ms, now_ms, cluster, wakeup, False)
+        if result[1] or result[2]:
+            wakeup()
+
     def _append(
         self,
         topic: str,
         partition: int,
-        records: _OneRecord | _RecordRun,
+        records: RecordRun,
         end: int,
         max_time_to_block_ms: float,
         now_ms: int,

@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from samsa.errors import (
     ConfigError,
@@ -50,6 +50,11 @@ from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
 from samsa.producer.transaction_manager import TransactionManager
 from samsa.producer.txn_state import TransactionalRequestResult
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from samsa.producer.arrow_batches import ArrowSendFuture, ColumnArg
 
 __all__ = ["KafkaProducer", "ProducerRecord", "RecordMetadata"]
 
@@ -394,6 +399,119 @@ class KafkaProducer:
             keyless = groups.get(sticky.partition, ())
             partitioner.update_partition_info(sticky, sum(len(value_list[i] or b"") for i in keyless), view, True)
         return n
+
+    def send_arrow(
+        self,
+        topic: str,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        key: ColumnArg = "key",
+        value: ColumnArg = "value",
+        timestamp: ColumnArg = None,
+        headers: ColumnArg = None,
+        partition: ColumnArg | int = None,
+    ) -> ArrowSendFuture:
+        """Queue every row of a pyarrow Table or RecordBatch as a record of ``topic``; returns
+        one future for the call (samsa.producer.arrow_batches.ArrowSendFuture).
+
+        ``key``, ``value``, ``timestamp``, ``headers`` and ``partition`` each name a column of
+        ``data`` or give an array as long as it (None: not given).  Keys and values are
+        binary or string columns (large/view variants too; null: a null key or value), sent
+        as they are (no serializers).  A missing ``key`` column means no keys.  ``timestamp``
+        is timestamp[s/ms/us/ns] or integer ms (null or not given: now); ``headers``
+        list<struct<key: string, value: binary>>; ``partition`` an int for every row or an
+        integer column (null: placed as send() places it: murmur2 of the key, else the
+        sticky partition).  Records are built straight from the columns, a buffer per batch,
+        and go through the same accumulator and Sender as send()'s (batch.size, buffer.memory,
+        idempotence, transactions, retries, delivery.timeout.ms).  Every check is made
+        before the first row is queued (raises as send() does); ``future.get(timeout)``
+        returns each row's partition and offset (ArrowDelivery) or raises ArrowSendError
+        naming the failed rows.  Needs pyarrow and numpy (``pip install samsa[arrow]``).
+        """
+        if self._fork_generation != _fork_generation:
+            raise ForkedClientError()
+        if self._closed:
+            raise ProducerClosedError("send_arrow() was called after close(); create a new producer")
+        if self._sender.fatal_error is not None:
+            raise self._failed_fatally()
+        if self._transactional_id is not None:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
+        if self._has_interceptors:
+            raise IllegalStateError("send_arrow() does not run interceptor.classes (they take one record "
+                                    "at a time); use send() or send_many() with interceptors")
+        # pyarrow and numpy are optional (the arrow extra): imported on first use.
+        import numpy as np
+        import pyarrow as pa
+
+        from samsa.producer import arrow_batches as ab
+        from samsa.records.arrow_records import ArrowRecords
+
+        now = self._monotonic_ns() // 1_000_000
+        keys, values, stamps, hs, parts = ab.resolve_columns(
+            data, key, value, timestamp, headers, partition, self._time_ns() // 1_000_000)
+        n = len(values)
+        if not n:
+            return ab.ArrowSendFuture(topic, 0, None, [])
+        highest = parts if isinstance(parts, int) else None if parts is None else int(parts.max())
+        view, remaining_ms = self._wait_on_metadata(topic, None if highest is None or highest < 0 else highest, now)
+        chosen: np.ndarray | int
+        if isinstance(parts, int):
+            chosen = parts
+        elif self._partitioner is not None:
+            # A custom partitioner takes Python objects: one call per row.
+            key_list = [None] * n if keys is None else keys.to_pylist()
+            value_list = values.to_pylist()
+            chosen = np.array([
+                partition_for_record(topic, None if parts is None or parts[i] < 0 else int(parts[i]),
+                                     key_list[i], value_list[i], view, self._partitioner, self._ignore_keys)
+                for i in range(n)], np.int64)
+        else:
+            count = view.partition_count(topic)
+            assert count  # _wait_on_metadata saw the topic
+            chosen = (ab.key_partitions(keys, count) if keys is not None and not self._ignore_keys
+                      else np.full(n, UNKNOWN_PARTITION, np.int64))
+            if parts is not None:
+                chosen = np.where(parts >= 0, parts, chosen)
+        accumulator = self._accumulator
+        sticky = None
+        order = None
+        groups: list[tuple[int, int, int]]
+        if isinstance(chosen, int) or (chosen == chosen[0]).all():
+            groups = [(int(chosen if isinstance(chosen, int) else chosen[0]), 0, n)]
+        else:
+            if (chosen == UNKNOWN_PARTITION).any():
+                # Mixed with placed rows, the keyless ones all take the current sticky
+                # partition (as send_many()), so each partition's rows keep the call's order.
+                partitioner = accumulator.built_in_partitioner(topic)
+                sticky = partitioner.peek_current_partition_info(view)
+                chosen = np.where(chosen == UNKNOWN_PARTITION, sticky.partition, chosen)
+            order = np.argsort(chosen, kind="stable")
+            placed = chosen[order]
+            cuts = np.flatnonzero(placed[1:] != placed[:-1]) + 1
+            starts = np.concatenate(([0], cuts))
+            ends = np.concatenate((cuts, [n]))
+            groups = [(int(placed[a]), int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+            take = pa.array(order)
+            keys = None if keys is None else keys.take(take)
+            values = values.take(take)
+            hs = None if hs is None else hs.take(take)
+            if not isinstance(stamps, int):
+                stamps = stamps[order]
+        records = ArrowRecords(keys, values, hs, stamps)
+        largest = int(records.bounds.max())
+        if largest > self._max_record_size:
+            self._record_too_large(largest)
+        segments: list[Any] = []
+        for p, lo, hi in groups:
+            accumulator.append_run(topic, p, ab.ArrowRun(records, lo, hi, segments), hi - lo,
+                                   remaining_ms, now, view, self._wakeup_sender)
+        if sticky is not None:
+            # Count what went to the sticky partition (roughly) so that it moves on in time.
+            for p, lo, hi in groups:
+                if p == sticky.partition:
+                    keyless = int(np.maximum(records.value_sizes[lo:hi], 0).sum())
+                    partitioner.update_partition_info(sticky, keyless, view, True)
+        return ab.ArrowSendFuture(topic, n, order, segments)
 
     @staticmethod
     def _serialize_all(topic: str, items: Sequence[Any], raw: bool, serialize: Any) -> list[Any]:
