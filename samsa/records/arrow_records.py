@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
 from samsa.records.builder import RecordBatchBuilder
+from samsa.records.varint import encode_varint, encode_varlong
 
 __all__ = ["ArrowRecords", "as_binary", "encode_varints", "upper_bounds"]
 
@@ -37,6 +38,7 @@ _TABLE_LIMIT = 1 << 15
 # Offset deltas below this are a slice of a table of their encodings.
 _COUNT_LIMIT = 1 << 17
 _tables: dict[str, pa.Array] = {}
+_size_tables: dict[str, np.ndarray] = {}
 # The widest head: length 5, attributes 1, timestamp delta 10, offset delta 5.
 _HEAD_MAX = 21
 
@@ -87,6 +89,18 @@ def _table(name: str) -> pa.Array:
             table = _leb128(_zigzag(np.arange(_COUNT_LIMIT, dtype=np.int64)))
         _tables[name] = table
     return table
+
+
+def _count_sizes() -> np.ndarray:
+    """Entry c: bytes of the zig-zag varint of c, for 0 <= c < _COUNT_LIMIT."""
+    sizes = _size_tables.get("count")
+    if sizes is None:
+        sizes = _size_tables["count"] = _sizes(_zigzag(np.arange(_COUNT_LIMIT, dtype=np.int64)))
+    return sizes
+
+
+def _scalar(data: bytes) -> pa.Scalar:
+    return pa.scalar(data, _LB)
 
 
 def encode_varints(values: np.ndarray) -> pa.Array:
@@ -235,17 +249,25 @@ class ArrowRecords:
         stop = min(end, max(window, start + 1))
         base = builder.base_timestamp
         stamps = self._stamps
+        k = stop - start
+        if count + k <= _COUNT_LIMIT:
+            od_sizes = _count_sizes()[count:count + k]
+        else:
+            od_sizes = _varint_sizes(np.arange(count, count + k, dtype=np.int64))
+        ts_bytes: bytes | None = None
         if stamps is None:
-            first_ts = max_ts = self.constant_timestamp
-            ts_delta = np.array([first_ts - (first_ts if base is None else base)], np.int64)  # type: ignore[operator]
+            # One timestamp for every row: one delta, encoded once.
+            first_ts = max_ts = self.timestamp(start)
+            ts_bytes = encode_varlong(first_ts - (first_ts if base is None else base))
+            body = (1 + len(ts_bytes)) + od_sizes + self._tail_sizes[start:stop]
         else:
             chunk = stamps[start:stop]
             first_ts = int(chunk[0])
             ts_delta = chunk - (first_ts if base is None else base)
-        k = stop - start
-        od = np.arange(count, count + k, dtype=np.int64)
-        body = 1 + _varint_sizes(ts_delta) + _varint_sizes(od) + self._tail_sizes[start:stop]
-        added = _varint_sizes(body) + body
+            body = 1 + _varint_sizes(ts_delta) + od_sizes + self._tail_sizes[start:stop]
+        top = int(body.max())
+        len_sizes = _count_sizes()[body] if top < _COUNT_LIMIT else _varint_sizes(body)
+        added = len_sizes + body
         before = used + np.cumsum(added) - added
         if ratio is None:
             fits = before + added <= limit
@@ -259,17 +281,18 @@ class ArrowRecords:
             stop = start + k
             if k == 0:
                 return start
-            body, added, od = body[:k], added[:k], od[:k]
-            if stamps is not None:
-                ts_delta = ts_delta[:k]
+            body, added = body[:k], added[:k]
         if stamps is not None:
+            ts_delta = ts_delta[:k]
             max_ts = int(stamps[start:stop].max())
-        ts_part = pa.scalar(encode_varints(ts_delta)[0].as_py(), _LB) if len(ts_delta) == 1 and k > 1 \
-            else encode_varints(ts_delta)
-        od_part = _table("count").slice(count, k) if count + k <= _COUNT_LIMIT else encode_varints(od)
-        joined = pc.binary_join_element_wise(encode_varints(body), _ZERO, ts_part, od_part,
+        ts_part = _scalar(ts_bytes) if ts_bytes is not None else encode_varints(ts_delta)
+        od_part = (_table("count").slice(count, k) if count + k <= _COUNT_LIMIT
+                   else encode_varints(np.arange(count, count + k, dtype=np.int64)))
+        lo = int(body.min())
+        len_part = _scalar(encode_varint(lo)) if lo == top else encode_varints(body)
+        joined = pc.binary_join_element_wise(len_part, _ZERO, ts_part, od_part,
                                              self._tails.slice(start, k), _EMPTY)
         total = int(added.sum())
         data = joined.buffers()[2]
-        builder.append_encoded(memoryview(data)[:total], k, first_ts, max_ts)  # type: ignore[arg-type]
+        builder.append_encoded(memoryview(data)[:total], k, first_ts, max_ts)
         return stop
