@@ -3,6 +3,13 @@
     .venv/bin/python bench/producer.py [--num-records N] [--bootstrap-server H:P]
         [--clients samsa,confluent,kafka-python,aiokafka] [--acks 1,all] [--codecs none,lz4,zstd]
         [--transactional N]
+    .venv/bin/python bench/producer.py --mock [--num-records N] [--codecs none,lz4]
+
+``--mock``: issue 17's rows against librdkafka's mock cluster (1 broker, 4 partitions, acks=1,
+linger.ms=5, batch.size 16 KiB and 1 MiB): confluent-kafka ``produce()`` per record with
+librdkafka's documented throughput settings (a queue that holds the run), samsa ``send()`` per
+record, ``send_many()`` and ``send_arrow()`` with 10,000 rows a call (the Arrow batch and the list
+built before the clock starts, as a caller holding the data would).
 
 Without --bootstrap-server an embedded samsa Broker is started in this process (auto-created
 topics get --partitions partitions, default 8).  Each
@@ -175,6 +182,124 @@ def run_samsa_transactional(bootstrap: str, topic: str, n: int, acks: str, codec
     return {**info, "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
 
 
+CHUNK = 10_000  # rows per send_many() / send_arrow() call in the mock-cluster rows
+
+
+def run_samsa_bulk(bootstrap: str, topic: str, n: int, acks: str, codec: str, batch_size: int,
+                   mode: str) -> dict[str, Any]:
+    """samsa per record (send), in lists (send_many) or from Arrow (send_arrow), CHUNK rows a call."""
+    import pyarrow as pa
+
+    from samsa import KafkaProducer
+
+    config = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec,
+              "batch.size": batch_size, "linger.ms": 5}
+    producer = KafkaProducer(config)
+    value = payload(VALUE_SIZE)
+    producer.send(topic, value).get(timeout=60)
+    values = [value] * CHUNK
+    table = pa.record_batch({"value": pa.array(values, pa.binary())})
+    send, send_many, send_arrow = producer.send, producer.send_many, producer.send_arrow
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    if mode == "send":
+        for _ in range(n):
+            send(topic, value)
+    else:
+        for done in range(0, n, CHUNK):
+            rows = min(CHUNK, n - done)
+            if mode == "many":
+                send_many(topic, values if rows == CHUNK else values[:rows])
+            else:
+                send_arrow(topic, table if rows == CHUNK else table.slice(0, rows))
+    producer.flush()
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    errors = producer.metrics()["record-error-total"]
+    producer.close()
+    return {"linger_ms": 5, "batch_size": batch_size, "idempotence": producer.config["enable.idempotence"],
+            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+def run_confluent_tuned(bootstrap: str, topic: str, n: int, acks: str, codec: str, batch_size: int,
+                        mode: str) -> dict[str, Any]:
+    """confluent-kafka produce() per record with librdkafka's documented throughput settings
+    (INTRODUCTION.md "Performance"): linger.ms=5, batch.size as samsa's row, a queue big enough
+    for the whole run (queue.buffering.max.messages/kbytes), poll(0) only when the queue is full."""
+    from confluent_kafka import Producer
+
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec, "linger.ms": 5,
+            "batch.size": batch_size, "enable.idempotence": False,
+            "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
+    producer = Producer(conf)
+    value = payload(VALUE_SIZE)
+    producer.produce(topic, value)
+    producer.flush(60)
+    errors = 0
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+
+    produce, poll = producer.produce, producer.poll
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                produce(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                poll(0.001)
+    producer.flush()
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    return {"linger_ms": 5, "batch_size": batch_size, "idempotence": False,
+            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+MOCK_CLIENTS = {
+    "confluent produce()": (run_confluent_tuned, ""),
+    "samsa send()": (run_samsa_bulk, "send"),
+    "samsa send_many()": (run_samsa_bulk, "many"),
+    "samsa send_arrow()": (run_samsa_bulk, "arrow"),
+}
+
+
+def run_mock(n: int, codecs: list[str], clients: list[str]) -> None:
+    """The mock-cluster rows of issue 17: librdkafka's mock cluster (1 broker, 4 partitions),
+    acks=1, linger.ms=5, batch.size 16 KiB and 1 MiB, each client in its own process."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from broker import mock_cluster  # bench/broker.py: the mock in a subprocess of its own
+
+    sizes = (16384, 1 << 20)
+    names = {(c, codec, size): f"mock-{i}-{codec}-{size}" for i, c in enumerate(clients)
+             for codec in codecs for size in sizes}
+    with mock_cluster([(t, 4) for t in names.values()]) as mock:
+        print(f"{n} records x {VALUE_SIZE} B, null keys, librdkafka mock cluster at {mock.bootstrap} "
+              f"(1 broker, 4 partitions), acks=1, linger.ms=5; send_many/send_arrow: {CHUNK} rows a call\n")
+        header = f"{'client':<21}{'codec':<6}{'batch':>9}{'rec/s':>11}{'cpu s':>8}{'errors':>8}{'vs ck':>7}"
+        print(header)
+        print("-" * len(header))
+        for codec in codecs:
+            for size in sizes:
+                rows = {}
+                for client in clients:
+                    cmd = [sys.executable, __file__, "--worker-mock", client, "--bootstrap-server",
+                           mock.bootstrap, "--topic", names[(client, codec, size)], "--num-records", str(n),
+                           "--codecs", codec, "--batch-size", str(size)]
+                    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1800)
+                    rows[client] = (json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0
+                                    else {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]})
+                base = rows.get("confluent produce()", {}).get("seconds")
+                for client, r in rows.items():
+                    if "error" in r:
+                        print(f"{client:<21}{codec:<6}{size:>9}  FAILED: {r['error']}")
+                        continue
+                    vs = f"{base / r['seconds']:.2f}" if base else "-"
+                    print(f"{client:<21}{codec:<6}{size:>9}{n / r['seconds']:>11.0f}{r['cpu']:>8.2f}"
+                          f"{r['errors']:>8}{vs:>7}", flush=True)
+                print()
+    print("vs ck: this row's records/s over confluent-kafka produce()'s (same codec and batch.size).")
+
+
 WORKERS = {"samsa": run_samsa, "samsa-txn": run_samsa_transactional, "confluent": run_confluent, "kafka-python": run_kafka_python,
            "aiokafka": run_aiokafka}
 
@@ -213,13 +338,29 @@ def main() -> int:
                         help="num.partitions of the embedded broker's auto-created topics (default 8)")
     parser.add_argument("--transactional", type=int, default=0, metavar="N",
                         help="also run samsa's transactional producer, committing every N records (acks=all rows)")
+    parser.add_argument("--mock", action="store_true",
+                        help="run issue 17's rows against librdkafka's mock cluster instead: confluent-kafka "
+                             "produce(), samsa send(), send_many() and send_arrow(); 16 KiB and 1 MiB batches")
+    parser.add_argument("--batch-size", type=int, default=16384, help=argparse.SUPPRESS)
     parser.add_argument("--worker", choices=tuple(WORKERS), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-mock", choices=tuple(MOCK_CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
         result = WORKERS[args.worker](args.bootstrap_server, args.topic, args.num_records, args.acks, args.codecs)
         print(json.dumps(result))
+        return 0
+
+    if args.worker_mock:
+        fn, mode = MOCK_CLIENTS[args.worker_mock]
+        result = fn(args.bootstrap_server, args.topic, args.num_records, "1", args.codecs, args.batch_size, mode)
+        print(json.dumps(result))
+        return 0
+    if args.mock:
+        codecs = "none,lz4" if args.codecs == parser.get_default("codecs") else args.codecs
+        clients = list(MOCK_CLIENTS) if args.clients == parser.get_default("clients") else args.clients.split(",")
+        run_mock(args.num_records, codecs.split(","), clients)
         return 0
 
     broker = None
