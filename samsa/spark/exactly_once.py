@@ -23,7 +23,7 @@ import pyarrow as pa
 from samsa.errors import ConfigError
 from samsa.net.cluster import TopicPartition
 from samsa.spark.options import SinkOptions
-from samsa.spark.rows import BULK_DEFAULTS, send_batch
+from samsa.spark.rows import BULK_DEFAULTS, failed_rows, send_batch
 
 __all__ = ["TaskScope", "already_written", "check_transactional_config", "progress_metadata",
            "task_scope", "transactional_id", "write_transactionally"]
@@ -147,12 +147,13 @@ def write_transactionally(options: SinkOptions, batches: Iterator[pa.RecordBatch
                 return 0, True
         producer.begin_transaction()
         count = 0
-        errors: list[BaseException] = []
+        futures: list[Any] = []
         for batch in itertools.chain([first], rows):
-            send_batch(producer, batch, options.topic, errors)
+            futures += send_batch(producer, batch, options.topic)
             count += batch.num_rows
         producer.flush()
-        if errors:
+        failed, errors = failed_rows(futures)
+        if failed:
             raise errors[0]
         if step is not None:
             step("sent")

@@ -8,13 +8,12 @@ pipeline can keep event time; null (or no column) means the time of sending.  Sp
 Kafka sink ignores such a column, and a source DataFrame's ``timestamp`` column is carried
 over by it.  Other columns are ignored.
 
-Throughput: each Arrow batch goes to ``KafkaProducer.send_many`` (one call per topic in it:
-no per-record futures or callbacks, records appended to the producer's batches in runs);
-write() flushes before it returns and checks the producer's counters instead (record-send-total
-must grow by exactly the rows sent, record-error-total must not grow), so a task that succeeds
-has all its records acknowledged: at-least-once, as Spark's Kafka sink (a retried or aborted
-task may already have produced some records).  Producers are pooled per worker process and
-client config and each write() has one to itself, which is what makes the counters exact.
+Throughput: each Arrow batch goes to ``KafkaProducer.send_arrow`` (one call per topic in it:
+record batches built from the columns, no Python object per row); write() flushes before it
+returns and then reads the calls' futures, which name every failed row, so a task that
+succeeds has all its records acknowledged: at-least-once, as Spark's Kafka sink (a retried or
+aborted task may already have produced some records).  Producers are pooled per worker
+process and client config; each write() has one to itself.
 With the option ``transactional`` each task writes in one Kafka transaction instead, and a
 streaming query becomes exactly-once for read_committed readers (exactly_once.py,
 docs/spark-exactly-once.md).  Unless the user sets them (``kafka.linger.ms``, ``kafka.batch.size``), the
@@ -52,7 +51,7 @@ from samsa.spark.exactly_once import (
     write_transactionally,
 )
 from samsa.spark.options import SinkOptions
-from samsa.spark.rows import BULK_DEFAULTS, send_batch
+from samsa.spark.rows import BULK_DEFAULTS, failed_rows, send_batch
 from samsa.spark.schema import HEADERS_TYPE
 
 __all__ = ["BULK_DEFAULTS", "SamsaCommitMessage", "SamsaStreamWriter", "SamsaWriter", "check_sink_schema",
@@ -131,27 +130,22 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> in
     """Produce every row and wait until all are acknowledged; returns the row count."""
     producer = _checkout(options.client)
     count = 0
-    errors: list[BaseException] = []  # a few batch errors: to name one if the write fails
+    futures: list[Any] = []
     try:
-        before = producer.metrics()
         for batch in batches:
             if batch.num_rows:
-                send_batch(producer, batch, options.topic, errors)
+                futures += send_batch(producer, batch, options.topic)
                 count += batch.num_rows
         producer.flush()
-        after = producer.metrics()
+        failed, errors = failed_rows(futures)
     except BaseException:
         producer.close(0)  # unsent records must not leak into the next task
         raise
-    acked = after["record-send-total"] - before["record-send-total"]
-    failed = after["record-error-total"] - before["record-error-total"]
-    if failed or acked != count:
+    if failed:
         producer.close(0)
-        first = errors[0] if errors else None
-        raise KafkaError(f"{count - acked} of {count} records could not be written to Kafka "
-                         f"({failed} failed with errors); "
-                         + (f"one error: {first!r}" if first is not None else
-                            "see the executor log for the producer's errors")) from first
+        first = errors[0]
+        raise KafkaError(f"{failed} of {count} records could not be written to Kafka; "
+                         f"one error: {first!r}") from first
     _checkin(options.client, producer)
     return count
 
