@@ -41,7 +41,7 @@ from samsa.producer.future import (
     RecordCallback,
     RecordFuture,
 )
-from samsa.records.batch import RecordBatch
+from samsa.records.batch import Record, RecordBatch
 from samsa.records.batch_header import NO_SEQUENCE, RECORD_BATCH_OVERHEAD, Compression
 from samsa.records.builder import Header, RecordBatchBuilder
 
@@ -451,6 +451,12 @@ class ProducerBatch:
         with RecordListTooLargeError (followed by the chained futures, not seen by users), and
         sequences are carried over when this batch had one.  New batches are "split batches":
         their memory is not from the BufferPool.
+
+        A split always makes progress: when every record would land in one batch again (they
+        all fit in ``split_batch_size``, yet the broker refused them together, e.g. because of
+        the topic's max.message.bytes), the limit is halved until they do not, and at worst
+        each record gets a batch of its own.  (Java's ProducerBatch.split re-batches by
+        batch.size only and then resends the same batch until delivery.timeout.ms.)
         """
         data = self.builder.build()
         records = RecordBatch(data).records()
@@ -460,30 +466,13 @@ class ProducerBatch:
             )
         if not records:
             raise IllegalStateError("cannot split an empty producer batch")
-        batches: list[ProducerBatch] = []
-        batch: ProducerBatch | None = None
         callbacks = {future.relative_offset: callback for callback, future in self.thunks}
-        moved_to: list[RecordFuture] = []
-        for index, record in enumerate(records):
-            callback = callbacks.get(index)
-            future = None if batch is None else batch._append_for_split(
-                record.timestamp, record.key, record.value, record.headers, callback
-            )
-            if future is None:
-                if batch is not None:
-                    batch.close_for_record_appends()
-                    batches.append(batch)
-                batch = self._new_split_batch(
-                    record.key, record.value, record.headers, split_batch_size
-                )
-                future = batch._append_for_split(
-                    record.timestamp, record.key, record.value, record.headers, callback
-                )
-                assert future is not None  # a new batch takes its first record
-            moved_to.append(future)
-        assert batch is not None
-        batch.close_for_record_appends()
-        batches.append(batch)
+        batches, moved_to = self._split_records(records, callbacks, split_batch_size)
+        limit = min(split_batch_size, len(data))
+        while len(batches) == 1 and len(records) > 1:
+            # No progress: the broker would refuse the same batch again.
+            limit //= 2
+            batches, moved_to = self._split_records(records, callbacks, limit, one_each=limit <= 1)
 
         self.result.moved_to = moved_to
         self.result.set(
@@ -506,6 +495,41 @@ class ProducerBatch:
                 )
                 sequence += new_batch.record_count
         return batches
+
+    def _split_records(
+        self,
+        records: Sequence[Record],
+        callbacks: dict[int, RecordCallback],
+        split_batch_size: int,
+        *,
+        one_each: bool = False,
+    ) -> tuple[list[ProducerBatch], list[RecordFuture]]:
+        """New split batches of at most ``split_batch_size`` bytes (``one_each``: one record
+        each) holding ``records``, and each record's future in them."""
+        batches: list[ProducerBatch] = []
+        batch: ProducerBatch | None = None
+        moved_to: list[RecordFuture] = []
+        for index, record in enumerate(records):
+            callback = callbacks.get(index)
+            future = None if batch is None or one_each else batch._append_for_split(
+                record.timestamp, record.key, record.value, record.headers, callback
+            )
+            if future is None:
+                if batch is not None:
+                    batch.close_for_record_appends()
+                    batches.append(batch)
+                batch = self._new_split_batch(
+                    record.key, record.value, record.headers, split_batch_size
+                )
+                future = batch._append_for_split(
+                    record.timestamp, record.key, record.value, record.headers, callback
+                )
+                assert future is not None  # a new batch takes its first record
+            moved_to.append(future)
+        assert batch is not None
+        batch.close_for_record_appends()
+        batches.append(batch)
+        return batches, moved_to
 
     def _new_split_batch(
         self,
