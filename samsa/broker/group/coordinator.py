@@ -786,12 +786,9 @@ class GroupCoordinator:
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
             return NONE  # a standalone consumer or an admin
         if generation_id >= 0 or member_id or group_instance_id is not None:
-            try:
-                group.validate_member(member_id, group_instance_id)
-            except KafkaError as exc:
-                return exc.code
-            if generation_id != group.generation_id:
-                return IllegalGenerationError.code
+            error = _member_error(group, generation_id, member_id, group_instance_id)
+            if error:
+                return error
         else:  # no generation and no member id, but the group is not Empty (returned above)
             return UnknownMemberIdError.code
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -876,12 +873,7 @@ class GroupCoordinator:
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
             return NONE
         if generation_id >= 0 or member_id or group_instance_id is not None:
-            try:
-                group.validate_member(member_id, group_instance_id)
-            except KafkaError as exc:
-                return exc.code
-            if generation_id != group.generation_id:
-                return IllegalGenerationError.code
+            return _member_error(group, generation_id, member_id, group_instance_id)
         return NONE
 
     def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
@@ -1092,3 +1084,14 @@ def _log_exists(logs: LogManager) -> Callable[[str, int], bool]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _member_error(group: ClassicGroup, generation_id: int, member_id: str,
+                  group_instance_id: str | None) -> int:
+    """The error of an offset commit naming a member (ClassicGroup.validateOffsetCommit): an
+    unknown or fenced member, or another generation; NONE if it is the group's."""
+    try:
+        group.validate_member(member_id, group_instance_id)
+    except KafkaError as exc:
+        return exc.code
+    return IllegalGenerationError.code if generation_id != group.generation_id else NONE
