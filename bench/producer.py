@@ -71,13 +71,11 @@ def run_samsa(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict
     return {**info, "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
 
 
-def run_confluent(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+def _confluent_produce(conf: dict[str, Any], topic: str, n: int) -> dict[str, Any]:
+    """One warm-up record, then ``n`` produce() calls (poll only when the queue is full) and a
+    flush: seconds, CPU seconds and delivery errors."""
     from confluent_kafka import Producer
 
-    idempotent = acks == "all"
-    conf = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec,
-            "linger.ms": 5, "enable.idempotence": idempotent,
-            "queue.buffering.max.messages": 1_000_000}
     producer = Producer(conf)
     value = payload(VALUE_SIZE)
     producer.produce(topic, value)
@@ -100,8 +98,16 @@ def run_confluent(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> 
                 poll(0.001)
     producer.flush()
     t1, cpu1 = time.perf_counter(), time.process_time()
+    return {"seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+
+
+def run_confluent(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
+    idempotent = acks == "all"
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec,
+            "linger.ms": 5, "enable.idempotence": idempotent,
+            "queue.buffering.max.messages": 1_000_000}
     return {"linger_ms": 5, "batch_size": "1000000 (librdkafka default)", "idempotence": idempotent,
-            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+            **_confluent_produce(conf, topic, n)}
 
 
 def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, codec: str) -> dict[str, Any]:
@@ -224,35 +230,11 @@ def run_confluent_tuned(bootstrap: str, topic: str, n: int, acks: str, codec: st
     """confluent-kafka produce() per record with librdkafka's documented throughput settings
     (INTRODUCTION.md "Performance"): linger.ms=5, batch.size as samsa's row, a queue big enough
     for the whole run (queue.buffering.max.messages/kbytes), poll(0) only when the queue is full."""
-    from confluent_kafka import Producer
-
     conf = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": codec, "linger.ms": 5,
             "batch.size": batch_size, "enable.idempotence": False,
             "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
-    producer = Producer(conf)
-    value = payload(VALUE_SIZE)
-    producer.produce(topic, value)
-    producer.flush(60)
-    errors = 0
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-
-    produce, poll = producer.produce, producer.poll
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                produce(topic, value, on_delivery=on_delivery)
-                break
-            except BufferError:
-                poll(0.001)
-    producer.flush()
-    t1, cpu1 = time.perf_counter(), time.process_time()
     return {"linger_ms": 5, "batch_size": batch_size, "idempotence": False,
-            "seconds": t1 - t0, "cpu": cpu1 - cpu0, "errors": errors}
+            **_confluent_produce(conf, topic, n)}
 
 
 MOCK_CLIENTS = {
