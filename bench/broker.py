@@ -14,8 +14,9 @@ over 16 partitions) are written, then a confluent-kafka consumer assigned to eve
 reads them all; time from assign() to the last record.
 
 ``--baseline REV`` also runs the samsa broker of git revision REV (checked out in a temporary
-worktree, imported from there) in the same run, and prints new/baseline ratios: the way to show
-what a change to the broker costs or gains, measured side by side on the same machine.
+worktree, imported from there; it gets this checkout's mypyc-compiled modules whose source is
+unchanged) in the same run, and prints new/baseline ratios: the way to show what a change to
+the broker costs or gains, measured side by side on the same machine.
 
 Rows are run ``--repeat`` times (default 3), the two brokers alternating, and the best run is
 kept, so other load on the machine slows both alike.  Prints records/s and MB/s (of values),
@@ -29,6 +30,7 @@ PYSPY_FLAGS="--gil" keeps only samples holding the GIL, PYSPY_RATE sets samples 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import signal
@@ -124,11 +126,32 @@ def worktree(revision: str) -> Iterator[str]:
     subprocess.run(["git", "-C", REPO_ROOT, "worktree", "add", "--detach", "--force", path,
                     revision], check=True, capture_output=True)
     try:
+        _copy_compiled(path)
         yield path
     finally:
         subprocess.run(["git", "-C", REPO_ROOT, "worktree", "remove", "--force", path],
                        check=False, capture_output=True)
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _copy_compiled(tree: str) -> None:
+    """Give the worktree this checkout's mypyc-compiled modules (setup.py) whose source is the
+    same in both, so that a baseline does not run the pure-Python fallback where this checkout
+    runs compiled code; a compiled module whose source differs is left out, and said so."""
+    for shim in glob.glob(os.path.join(REPO_ROOT, "samsa", "**", "*.so"), recursive=True):
+        rel = os.path.relpath(shim, REPO_ROOT)
+        stem = rel.split(".", 1)[0].removesuffix("__mypyc")
+        source = stem + ".py"
+        theirs = os.path.join(tree, source)
+        if not os.path.exists(theirs):
+            continue
+        with open(os.path.join(REPO_ROOT, source), "rb") as a, open(theirs, "rb") as b:
+            same = a.read() == b.read()
+        if same:
+            shutil.copy2(shim, os.path.join(tree, rel))
+        elif not rel.split(".", 1)[0].endswith("__mypyc"):
+            print(f"baseline: {source} differs from this checkout's, it runs pure Python there",
+                  flush=True)
 
 
 def cpu_seconds(pid: int) -> float:
