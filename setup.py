@@ -1,8 +1,9 @@
-"""Compiles the broker's record validator with mypyc when it can; pyproject.toml has the rest.
+"""Compiles the per-record hot loops with mypyc when it can; pyproject.toml has the rest.
 
 samsa.broker.log.validator parses every record of every produced batch (as Kafka's
-LogValidator does); compiled, it costs the broker a fraction of the CPU.  The source stays the
-typed Python file, which is also the fallback: without mypyc or a C compiler, or if the build
+LogValidator does); samsa.records.record_loops reads fetched records for the consumer (poll()
+and poll_arrow()).  Compiled, they cost a fraction of the CPU.  The source stays the typed
+Python file, which is also the fallback: without mypyc or a C compiler, or if the build
 fails, the package installs as pure Python with a warning (``pip install -v`` shows it) and the
 broker logs at start which one it runs.  SAMSA_COMPILE=0 skips compiling.
 """
@@ -17,13 +18,13 @@ from typing import Any
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-# Kept small: only the hot path of produce.
-COMPILED = ["samsa/broker/log/validator.py"]
+# Kept small: only loops that run once per record.
+COMPILED = ["samsa/broker/log/validator.py", "samsa/records/record_loops.py"]
 
 
 def _warn(message: str) -> None:
-    print(f"WARNING: samsa: {message}; the record validator stays pure Python (slower "
-          "produce, same checks)", file=sys.stderr)
+    print(f"WARNING: samsa: {message}; the record loops stay pure Python (slower produce "
+          "and consume, same checks)", file=sys.stderr)
 
 
 def _remove_compiled() -> None:
@@ -55,7 +56,7 @@ class OptionalBuildExt(build_ext):
 
 def ext_modules() -> list[Any]:
     if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
-        print("samsa: SAMSA_COMPILE=0, not compiling the record validator", file=sys.stderr)
+        print("samsa: SAMSA_COMPILE=0, not compiling the record loops", file=sys.stderr)
         _remove_compiled()
         return []
     try:
@@ -67,7 +68,10 @@ def ext_modules() -> list[Any]:
     try:
         # --no-warn-unused-configs: pyproject's mypy overrides name modules this build does
         # not check, and that note would fail it.
-        return list(mypycify(["--no-warn-unused-configs", *COMPILED], opt_level="3"))
+        # separate=True: each module gets its own shared library next to it (stem__mypyc),
+        # rather than one library named by a hash at the project root.
+        return list(mypycify(["--no-warn-unused-configs", *COMPILED], opt_level="3",
+                             separate=True))
     except BaseException as exc:  # noqa: BLE001 -- mypy exits (SystemExit) on a type error
         _warn(f"mypyc could not translate {', '.join(COMPILED)} ({exc!r})")
         _remove_compiled()

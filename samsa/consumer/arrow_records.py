@@ -4,8 +4,9 @@ poll() builds a ``ConsumerRecord`` per record; at a million records a second tho
 not the network, are the cost.  Here the records of a run of batches (consecutive batches of
 one fetch, read from one buffer) are decoded together with numpy:
 
-1. one Python loop walks the records' length varints to find where each record starts -- the
-   only per-record step, because a record's start depends on the previous record's length;
+1. one loop walks the records' length varints to find where each record starts -- the only
+   per-record step, because a record's start depends on the previous record's length, so it
+   is compiled (samsa.records.record_loops);
 2. every other field (attributes, timestamp delta, offset delta, key and value lengths, header
    count) is a vectorised varint decode at all record positions at once, field after field;
 3. keys and values become Arrow ``binary_view`` arrays pointing into the buffer (lengths,
@@ -32,8 +33,8 @@ import pyarrow as pa
 
 from samsa.records import RecordBatch, TimestampType
 from samsa.records.compression import decompress_scratch
+from samsa.records.record_loops import record_starts
 from samsa.records.scratch import KEEP_BYTES
-from samsa.records.varint import decode_varint
 
 __all__ = [
     "ARROW_SCHEMA",
@@ -92,37 +93,28 @@ class _Bad(Exception):
 # -- the per-record walk ----------------------------------------------------------------------
 
 
-def _record_starts(data: Any, sections: Sequence[Section]) -> list[int]:
-    """Where each record of each section starts (the byte of its length varint)."""
+def _record_starts(data: Any, sections: Sequence[Section]) -> np.ndarray:
+    """Where each record of each section starts (the byte of its length varint), by the compiled
+    loop of samsa.records.record_loops, which reads ``bytes``: other buffers are copied, only
+    the span the sections cover."""
+    if not sections:
+        return np.zeros(0, np.int64)
+    lo = min(s.start for s in sections)
+    if type(data) is not bytes:
+        with memoryview(data) as view:
+            data = bytes(view[lo : max(s.end for s in sections)])
+    else:
+        lo = 0
     starts: list[int] = []
-    append = starts.append
-    for s in sections:
-        pos, end = s.start, s.end
-        for _ in range(s.records):
-            if pos >= end:
-                raise _Bad
-            append(pos)
-            b = data[pos]
-            if b < 0x80:
-                pos += 1
-            else:
-                b1 = data[pos + 1]
-                if b1 < 0x80:
-                    b = (b & 0x7F) | (b1 << 7)
-                    pos += 2
-                else:
-                    try:
-                        length, pos = decode_varint(data, pos)
-                    except (ValueError, IndexError):
-                        raise _Bad from None
-                    b = (length << 1) ^ (length >> 63)
-            length = (b >> 1) ^ -(b & 1)
-            if length < 6:  # attributes + four one-byte varints at least, as iter_records
-                raise _Bad
-            pos += length
-        if pos != end:
-            raise _Bad
-    return starts
+    try:
+        for s in sections:
+            record_starts(data, s.start - lo, s.end - lo, s.records, starts)
+    except (ValueError, IndexError):
+        raise _Bad from None
+    found = np.array(starts, np.int64)
+    if lo:
+        found += lo
+    return found
 
 
 # -- vectorised fields -------------------------------------------------------------------------
@@ -291,7 +283,7 @@ def decode_run(data: Any, sections: Sequence[Section]) -> pa.RecordBatch | None:
 
 
 def _decode(data: Any, sections: Sequence[Section]) -> pa.RecordBatch:
-    starts = np.array(_record_starts(data, sections), np.int64)
+    starts = _record_starts(data, sections)
     buf = np.frombuffer(data, np.uint8)
     arrow_buf = pa.py_buffer(data)
     n = len(starts)

@@ -47,8 +47,10 @@ from samsa.errors import (
 from samsa.net import ClientRequest, ClientResponse, NetworkClient
 from samsa.net.cluster import Node, TopicPartition
 from samsa.protocol import FetchRequest, ListOffsetsRequest
-from samsa.records import AnyBatch, ControlRecordType, RecordBatch, iter_batches
+from samsa.records import AnyBatch, ControlRecordType, RecordBatch, TimestampType, iter_batches
+from samsa.records.batch import iter_records
 from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressedSizeError
+from samsa.records.record_loops import decode_rows
 
 __all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
 
@@ -59,6 +61,7 @@ LATEST = -1
 FETCH_MIN_VERSION, FETCH_MAX_VERSION = 4, 12  # v13+ needs topic ids
 LIST_OFFSETS_MIN_VERSION, LIST_OFFSETS_MAX_VERSION = 1, 7
 _new = tuple.__new__
+_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 # Errors after which the partition's leader must be looked up again.
 _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not leader, replica n/a,
 #                                              fenced/unknown leader epoch, unknown topic id
@@ -95,7 +98,7 @@ class CompletedFetch:
         self.read_committed = read_committed
         self._batches: Iterator[AnyBatch] | None = iter_batches(data, check_crcs)
         self._batch: AnyBatch | None = None
-        self._records: Iterator[Any] | None = None
+        self._records: Iterator[Any] | _RowCursor | None = None
         self._arrow_rest: Any = None  # poll_arrow's decoded rest of _batch (a pa.RecordBatch)
         self._error: CorruptRecordError | None = None
         self.leader_epoch: int | None = None
@@ -174,7 +177,7 @@ class CompletedFetch:
             # poll_arrow() decoded this batch and left part of it: read that part as records.
             self._arrow_rest = None
             assert self._batch is not None
-            self._records = self._from_position(self._batch, self._records_of(self._batch))
+            self._records = self._from_position(self._batch, self._rows_of(self._batch))
         while len(out) < max_records and self._batches is not None:
             records = self._records
             if records is None:
@@ -182,7 +185,7 @@ class CompletedFetch:
                     batch = self._next_batch()
                     if batch is None:
                         break
-                    records = self._records_of(batch)
+                    records = self._rows_of(batch)
                 except CorruptRecordError:
                     if out:
                         break  # the records before it now, the error on the next take
@@ -191,7 +194,10 @@ class CompletedFetch:
                 records = self._records = self._from_position(batch, records)
             want = max_records - len(out)
             try:
-                chunk = self._consumer_records(islice(records, want), key_fn, value_fn)
+                if isinstance(records, _RowCursor):
+                    chunk = records.take(want, self.tp, self.leader_epoch, key_fn, value_fn)
+                else:
+                    chunk = self._consumer_records(islice(records, want), key_fn, value_fn)
             except CorruptRecordError as exc:
                 # A record does not decode (a batch whose CRC was right, or not checked): the
                 # records before it now, then the error on every take until a seek drops this
@@ -219,7 +225,22 @@ class CompletedFetch:
                 self._batch = None
         return out
 
-    def _from_position(self, batch: AnyBatch, records: Iterator[Any]) -> Iterator[Any]:
+    def _rows_of(self, batch: AnyBatch) -> Iterator[Any] | _RowCursor:
+        """What take() reads the batch's records from: a v2 batch through the compiled loop of
+        samsa.records.record_loops, others as Record tuples."""
+        if type(batch) is RecordBatch and not batch.has_cached_records:
+            try:
+                section = batch.records_section(max_decompressed_bytes=self.max_decompressed_bytes)
+            except CorruptRecordError as exc:
+                raise self._failed(exc, batch) from None
+            return _RowCursor(batch, section)
+        return self._records_of(batch)
+
+    def _from_position(self, batch: AnyBatch, records: Iterator[Any] | _RowCursor
+                       ) -> Iterator[Any] | _RowCursor:
+        if isinstance(records, _RowCursor):
+            records.min_offset = self.next_offset
+            return records
         if batch.base_offset < self.next_offset:
             start = self.next_offset
             return (r for r in records if r[0] >= start)
@@ -375,6 +396,40 @@ class CompletedFetch:
 _PLAIN, _COMPRESSED, _LEGACY = 0, 1, 2
 
 
+class _RowCursor:
+    """Where take() is in a v2 batch's records section: records are decoded a chunk at a time
+    into ConsumerRecords by the compiled loop (samsa.records.record_loops.decode_rows)."""
+
+    __slots__ = ("_append_time", "_batch", "_data", "_left", "_pos", "min_offset")
+
+    def __init__(self, batch: RecordBatch, data: bytes) -> None:
+        self._batch = batch
+        self._data = data
+        self._pos = 0
+        self._left = batch.records_count
+        h = batch.header
+        self._append_time = h.max_timestamp if h.timestamp_type == _LOG_APPEND_TIME else -1
+        self.min_offset = 0
+
+    def take(self, want: int, tp: TopicPartition, epoch: int | None,
+             key_fn: DeserializeFn | None, value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
+        """Up to ``want`` records at or above min_offset; fewer only when the batch ends."""
+        h = self._batch.header
+        try:
+            rows, self._pos, self._left = decode_rows(
+                self._data, self._pos, self._left, want, self.min_offset, h.base_offset,
+                h.base_timestamp, self._append_time, h.timestamp_type, tp, epoch, ConsumerRecord,
+                key_fn, value_fn)
+        except (ValueError, IndexError):
+            # The row decoder finds the same record and names it (record index and offset).
+            for _ in iter_records(self._data, h.records_count, h.base_offset, h.base_timestamp,
+                                  h.timestamp_type, h.max_timestamp):
+                pass
+            raise CorruptRecordError(f"batch at offset {h.base_offset}: a record does not "
+                                     "decode") from None
+        return rows
+
+
 def _run_kind(batch: AnyBatch) -> int:
     """Batches of one kind are decoded together: uncompressed v2 ones from the fetched bytes,
     compressed ones from one buffer they are decompressed into, v0/v1 ones as records."""
@@ -457,7 +512,14 @@ class Fetcher:
         if need_metadata:
             self.metadata.request_update()
         sent = 0
+        waiting_nodes = self._nodes_with_buffered(buffered, cluster) if buffered else set()
         for node_id, (node, topics) in by_node.items():
+            if node_id in waiting_nodes and self._all_caught_up(topics, positions):
+                # Every partition asked for is at its end: the broker would hold the request
+                # up to fetch.max.wait.ms, and the partitions of this node still buffered
+                # could not be fetched meanwhile (one fetch per node in flight).  They go
+                # out together once those are drained.
+                continue
             if not self.client.ready(node, now):
                 continue
             request = FetchRequest(
@@ -475,6 +537,26 @@ class Fetcher:
             self._fetch_nodes.add(node_id)
             sent += 1
         return sent
+
+    def _nodes_with_buffered(self, buffered: set[TopicPartition], cluster: Any) -> set[int]:
+        nodes = set()
+        for tp in buffered:
+            leader = cluster.leader_for(tp)
+            if leader is not None:
+                nodes.add(leader.id)
+        return nodes
+
+    def _all_caught_up(self, topics: dict[str, list[Any]],
+                       positions: dict[TopicPartition, int]) -> bool:
+        assignment = self.subscriptions.assignment
+        for topic, partitions in topics.items():
+            for p in partitions:
+                tp = TopicPartition(topic, p.partition)
+                st = assignment[tp]
+                end = st.last_stable_offset if self.read_committed else st.high_watermark
+                if end < 0 or positions[tp] < end:
+                    return False
+        return True
 
     def in_flight(self) -> bool:
         return bool(self._fetch_nodes)

@@ -329,6 +329,11 @@ class RecordBatch:
         validate_batch(self._buf, self._pos)
 
     # Records ------------------------------------------------------------------------------
+    @property
+    def has_cached_records(self) -> bool:
+        """Whether records() decoded them already (a control batch's marker, for one)."""
+        return self._records is not None
+
     def records(self) -> list[Record]:
         """All records as a list, decoded once and cached."""
         records = self._records

@@ -143,3 +143,26 @@ def test_iteration_and_many_records(broker: Broker, produce: Callable[..., None]
             if n == 20000:
                 break
     assert n == 20000
+
+
+def test_a_partition_at_its_end_does_not_hold_up_the_buffered_ones(
+        broker: Broker, produce: Callable[..., None]) -> None:
+    """A fetch naming only partitions at their end is held by the broker up to
+    fetch.max.wait.ms, and while it is in flight no other fetch goes to that broker: sent while
+    other partitions of that broker still had records buffered, it stalled them once drained.
+    It now waits for them and goes out with them."""
+    topic = new_topic("caught-up")
+    # Partition 0: 40 batches of one 1,000-byte record (several fetches at 4 KiB a partition);
+    # partition 1: one record, at its end after the first fetch.
+    produce(topic, [{"value": b"x" * 1000, "partition": 0} for _ in range(40)]
+            + [{"value": b"y", "partition": 1}], **{"batch.size": 1100, "linger.ms": 0})
+    with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                       fetch_max_wait_ms=60_000, max_partition_fetch_bytes=4096,
+                       max_poll_records=1) as c:
+        c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        got = []
+        for _ in range(400):  # about 41 polls are needed; a held fetch stalls 60 s each
+            got += c.poll(0.05)
+            if len(got) == 41:
+                break
+    assert sorted((r.partition, r.offset) for r in got) == [(0, i) for i in range(40)] + [(1, 0)]

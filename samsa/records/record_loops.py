@@ -1,0 +1,149 @@
+"""The consumer's per-record loops over a v2 records section, compiled with mypyc at install.
+
+A fetched record's start depends on the previous record's length, so reading records is a
+loop with a step per record; in the interpreter that step, not the network, bounds how fast
+a consumer reads.  setup.py compiles this module with mypyc (same typed source); without a
+compiler it runs as plain Python, and tests/records/test_record_loops.py runs every case
+against both forms.
+
+The layout is Kafka's DefaultRecord (the protocol guide's "Record"): length varint,
+attributes int8, timestampDelta varlong, offsetDelta varint, key and value (varint length, -1
+null), header count varint, headers (key varint length + UTF-8, value varint length, -1 null).
+Both loops take ``bytes`` (mypyc checks the exact type): callers pass the batch's records
+section.  A structural problem raises ValueError (or IndexError for a record running past the
+data); the callers hand the batch to the row decoder of samsa.records.batch, which names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = ["decode_rows", "record_starts"]
+
+_NEW: Final[Callable[..., Any]] = tuple.__new__
+_MAX_VARINT_SHIFT: Final = 28  # 5 bytes
+_MAX_VARLONG_SHIFT: Final = 63  # 10 bytes
+
+
+def _varint(data: bytes, pos: int, max_shift: int) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` and the position after it."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    value = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > max_shift:
+            raise ValueError(f"varint longer than {max_shift // 7 + 1} bytes at byte {pos}")
+
+
+def record_starts(data: bytes, start: int, end: int, count: int, out: list[int]) -> None:
+    """Append to ``out`` where each of the ``count`` records of ``data[start:end]`` starts (the
+    byte of its length varint).  ValueError unless they fill [start, end) exactly."""
+    pos = start
+    for _ in range(count):
+        if pos >= end:
+            raise ValueError(f"records end at byte {pos}, before the declared {count}")
+        out.append(pos)
+        length, after = _varint(data, pos, _MAX_VARINT_SHIFT)
+        if length < 6:  # attributes + four one-byte varints at least, as the row decoder
+            raise ValueError(f"record length {length} at byte {pos}")
+        pos = after + length
+    if pos != end:
+        raise ValueError(f"the declared {count} records end at byte {pos}, not {end}")
+
+
+def _headers(data: bytes, pos: int, count: int) -> tuple[list[tuple[str, bytes | None]], int]:
+    if count < 0:
+        raise ValueError(f"negative header count {count}")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        if klen < 0:
+            raise ValueError(f"header key length {klen} (header keys cannot be null)")
+        if pos + klen > len(data):
+            raise ValueError(f"header key length {klen} runs past the records")
+        hkey = data[pos : pos + klen].decode("utf-8", "replace")
+        pos += klen
+        vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        hvalue: bytes | None = None
+        if vlen >= 0:
+            hvalue = data[pos : pos + vlen]
+            pos += vlen
+        elif vlen != -1:
+            raise ValueError(f"header value length {vlen}")
+        headers.append((hkey, hvalue))
+    return headers, pos
+
+
+def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
+                base_offset: int, base_timestamp: int, append_time: int, timestamp_type: object,
+                prefix: tuple[str, int], epoch: object, record_cls: type,
+                key_fn: Callable[[str, bytes | None], Any] | None,
+                value_fn: Callable[[str, bytes | None], Any] | None,
+                ) -> tuple[list[Any], int, int]:
+    """Up to ``want`` of the ``left`` records at ``pos`` as ``record_cls`` tuples (the fields of
+    samsa.consumer.records.ConsumerRecord), skipping those below ``min_offset``.
+
+    ``prefix`` is (topic, partition); ``append_time`` >= 0 stamps every record with the batch's
+    LogAppendTime, else a record's timestamp is base_timestamp + its delta.  Returns the rows,
+    the position after the last record read and how many records are left; once none are left,
+    the records must have ended exactly at the end of ``data``."""
+    topic, partition = prefix
+    rows: list[Any] = []
+    end = len(data)
+    while left > 0 and len(rows) < want:
+        length, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        record_end = pos + length
+        if length < 6 or record_end > end:
+            raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
+        ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
+        offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        key_len, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        key: bytes | None = None
+        if key_len >= 0:
+            if pos + key_len > record_end:
+                raise ValueError(f"key length {key_len} runs past the end of the record")
+            key = data[pos : pos + key_len]
+            pos += key_len
+        elif key_len != -1:
+            raise ValueError(f"key length {key_len}")
+        value_len, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        value: bytes | None = None
+        if value_len >= 0:
+            if pos + value_len > record_end:
+                raise ValueError(f"value length {value_len} runs past the end of the record")
+            value = data[pos : pos + value_len]
+            pos += value_len
+        elif value_len != -1:
+            raise ValueError(f"value length {value_len}")
+        header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        headers: list[tuple[str, bytes | None]] = []
+        if header_count:
+            headers, pos = _headers(data, pos, header_count)
+        if pos != record_end:
+            raise ValueError(f"record declared {length} bytes but its fields take "
+                             f"{length + pos - record_end}")
+        left -= 1
+        offset = base_offset + offset_delta
+        if offset < min_offset:
+            continue  # returned before (a fetch from inside a batch)
+        stamp = append_time if append_time >= 0 else base_timestamp + ts_delta
+        key_size = -1 if key is None else key_len
+        value_size = -1 if value is None else value_len
+        rows.append(_NEW(record_cls, (
+            topic, partition, offset, stamp, timestamp_type,
+            key if key_fn is None else key_fn(topic, key),
+            value if value_fn is None else value_fn(topic, value),
+            headers, key_size, value_size, epoch)))
+    if left == 0 and pos != end:
+        raise ValueError(f"{end - pos} bytes remain after the declared records")
+    return rows, pos, left

@@ -1,0 +1,173 @@
+"""record_loops: the compiled per-record loops read exactly what the row decoder
+(samsa.records.batch.iter_records) reads, and refuse what it refuses.
+
+Every test runs against the installed module (compiled by setup.py where it can be) and its
+pure-Python source, loaded under another name, as tests/broker/log/test_validator.py does."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samsa.consumer.records import ConsumerRecord
+from samsa.errors import CorruptRecordError
+from samsa.records import Compression, TimestampType, iter_batches, record_loops
+from samsa.records.batch import iter_records
+from samsa.records.builder import RecordBatchBuilder
+from samsa.records.varint import decode_varint
+from tests.broker.handmade_batches import handmade_record
+from tests.broker.log.test_validator import compiler_present
+from tests.records import strategies as rs
+
+SOURCE = Path(record_loops.__file__ or "").with_name("record_loops.py")
+COMPILED = not (record_loops.__file__ or "").endswith(".py")
+M: ModuleType = record_loops
+
+
+def load_source() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("samsa.records._record_loops_source", SOURCE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
+def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    if request.param == "installed":
+        module = record_loops
+    elif COMPILED:
+        module = load_source()
+    else:
+        pytest.skip("the installed record_loops is its pure-Python source (not compiled)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "M", module)
+        yield module
+
+
+def test_the_compiled_loops_are_in_use_where_they_can_be_built() -> None:
+    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
+        pytest.skip("SAMSA_COMPILE=0: the pure-Python record_loops is expected")
+    if not compiler_present():
+        pytest.skip("no mypyc or no C compiler: the pure-Python record_loops is expected")
+    assert COMPILED, (f"record_loops runs from {record_loops.__file__}, not compiled: "
+                      "reinstall (pip install -e . / make) and read setup.py's warning")
+    assert Path(record_loops.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
+        f"{record_loops.__file__} is older than {SOURCE}: a stale build shadows the source; "
+        "reinstall (pip install -e . / make)")
+
+
+def section_of(records: list[Any], codec: Compression = Compression.NONE,
+               append_time: bool = False) -> tuple[bytes, Any]:
+    builder = RecordBatchBuilder(codec, base_offset=1000, timestamp_type=(
+        TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME))
+    for ts, key, value, headers in records:
+        assert builder.append(ts, key, value, headers) is not None
+    (batch,) = iter_batches(builder.build())
+    if append_time:  # as a broker sets it: every record gets the batch's max timestamp
+        batch.header = batch.header._replace(max_timestamp=rs.BASE_TS + 5)
+    return batch.records_section(), batch.header
+
+
+def rows(data: bytes, header: Any, chunk: int, min_offset: int = 0,
+         key_fn: Any = None, value_fn: Any = None) -> list[Any]:
+    append_time = header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
+    out: list[Any] = []
+    pos, left = 0, header.records_count
+    while left:
+        got, pos, left = M.decode_rows(data, pos, left, chunk, min_offset, header.base_offset,
+                                       header.base_timestamp, append_time, header.timestamp_type,
+                                       ("t", 3), 7, ConsumerRecord, key_fn, value_fn)
+        assert len(got) == chunk or left == 0, "a chunk comes short only at the batch's end"
+        out += got
+    return out
+
+
+def expected(data: bytes, header: Any, min_offset: int = 0) -> list[ConsumerRecord]:
+    return [ConsumerRecord("t", 3, r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                           r.headers, -1 if r.key is None else len(r.key),
+                           -1 if r.value is None else len(r.value), 7)
+            for r in iter_records(data, header.records_count, header.base_offset,
+                                  header.base_timestamp, header.timestamp_type,
+                                  header.max_timestamp)
+            if r.offset >= min_offset]
+
+
+@settings(max_examples=150, deadline=None)
+@given(rs.records, st.integers(1, 50), st.integers(0, 45), st.booleans(), rs.codecs)
+def test_decode_rows_reads_what_the_row_decoder_reads(records: list[Any], chunk: int, skip: int,
+                                                      append_time: bool, codec: Compression) -> None:
+    data, header = section_of(records, codec, append_time)
+    got = rows(data, header, chunk, min_offset=1000 + skip)
+    assert got == expected(data, header, 1000 + skip)
+    assert all(type(r) is ConsumerRecord for r in got)
+
+
+def test_decode_rows_applies_the_deserializers() -> None:
+    data, header = section_of([(rs.BASE_TS, b"k", b"v", []), (rs.BASE_TS, None, None, [])])
+    got = rows(data, header, 10, key_fn=lambda t, b: ("key", t, b), value_fn=lambda t, b: ("value", b))
+    assert [(r.key, r.value, r.serialized_key_size, r.serialized_value_size) for r in got] == [
+        (("key", "t", b"k"), ("value", b"v"), 1, 1), (("key", "t", None), ("value", None), -1, -1)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(rs.records)
+def test_record_starts_finds_each_record(records: list[Any]) -> None:
+    data, header = section_of(records)
+    padded = b"xyz" + data + b"!"
+    starts: list[int] = []
+    M.record_starts(padded, 3, 3 + len(data), header.records_count, starts)
+    assert len(starts) == len(records) and starts[0] == 3
+    # each record is its length varint plus that many bytes, up to the next one
+    for start, after in zip(starts, [*starts[1:], 3 + len(data)], strict=True):
+        length, body = decode_varint(padded, start)
+        assert body + length == after
+
+
+LIES = {
+    "key longer than the record": handmade_record(0, b"v", key=b"k", key_length=40),
+    "value longer than the record": handmade_record(0, b"v", value_length=40),
+    "negative key length": handmade_record(0, b"v", key_length=-2),
+    "bytes after the fields": handmade_record(0, b"v", trailing=b"zz"),
+    "header count beyond the record": handmade_record(0, b"v", header_count=5),
+    "record shorter than its fields": handmade_record(0, b"value", length=7),
+    "null header key": handmade_record(0, b"v", headers=[(None, b"x")]),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_a_record_that_lies_is_refused_as_the_row_decoder_refuses_it(lie: str) -> None:
+    good = handmade_record(1, b"fine")
+    data = LIES[lie] + good
+    with pytest.raises(CorruptRecordError):
+        list(iter_records(data, 2, 0, 0, TimestampType.CREATE_TIME, -1))
+    with pytest.raises((ValueError, IndexError)):
+        M.decode_rows(data, 0, 2, 10, 0, 0, 0, -1, TimestampType.CREATE_TIME, ("t", 0), None,
+                      ConsumerRecord, None, None)
+
+
+@pytest.mark.parametrize("count, extra", [(3, b""), (1, b""), (2, b"\x00")])
+def test_records_that_do_not_fill_the_section_exactly_are_refused(count: int, extra: bytes) -> None:
+    data = handmade_record(0, b"a") + handmade_record(1, b"b") + extra
+    with pytest.raises((ValueError, IndexError)):
+        M.record_starts(data, 0, len(data), count, [])
+    with pytest.raises((ValueError, IndexError)):
+        M.decode_rows(data, 0, count, 10, 0, 0, 0, -1, TimestampType.CREATE_TIME, ("t", 0), None,
+                      ConsumerRecord, None, None)
+
+
+def test_an_overlong_varint_is_refused() -> None:
+    data = b"\xff" * 6 + b"\x01" + b"\x00" * 20
+    for call in (lambda: M.record_starts(data, 0, len(data), 1, []),
+                 lambda: M.decode_rows(data, 0, 1, 1, 0, 0, 0, -1, TimestampType.CREATE_TIME,
+                                       ("t", 0), None, ConsumerRecord, None, None)):
+        with pytest.raises(ValueError, match="varint"):
+            call()
