@@ -540,7 +540,11 @@ class RecordAccumulator:
             dq = info.batches.get(partition)
         if not dq:
             return None
-        with dq.lock:
+        # acquire/release rather than ``with``: the with statement looks up and binds
+        # __enter__ and __exit__ on every record (about twice the cost on CPython 3.11).
+        lock = dq.lock
+        lock.acquire()
+        try:
             if not dq or self._closed:
                 return None
             last = dq[-1]
@@ -576,6 +580,8 @@ class RecordAccumulator:
             if full or len(dq) > 1:
                 wakeup()
             return future
+        finally:
+            lock.release()
 
     def append_many(
         self,

@@ -1,8 +1,8 @@
 """Completion of produced records: one result per batch, a thin handle per record.
 
 As in Kafka's Java producer (``ProduceRequestResult`` + ``FutureRecordMetadata``), a
-:class:`ProduceRequestResult` belongs to a batch: one ``threading.Event``, the base offset
-and log-append time the broker assigned, and the error (top-level, or per record).  Each
+:class:`ProduceRequestResult` belongs to a batch: a done flag (and a ``threading.Event``
+made by the first waiter), the base offset and log-append time the broker assigned, and the error (top-level, or per record).  Each
 record's :class:`RecordFuture` only holds that result plus its relative offset, create
 timestamp and serialized sizes (``__slots__``, no lock or event of its own), so ``send()``
 stays cheap; ``get()`` waits on the batch's event and computes the record's
@@ -70,6 +70,7 @@ class ProduceRequestResult:
     """The outcome of one batch, shared by the futures of all its records."""
 
     __slots__ = (
+        "_done",
         "_event",
         "_listeners",
         "base_offset",
@@ -88,7 +89,10 @@ class ProduceRequestResult:
         self.log_append_time = NO_TIMESTAMP
         self.error: BaseException | None = None
         self.record_errors: Mapping[int, BaseException] | None = None
-        self._event = threading.Event()
+        self._done = False
+        # Created by the first wait() only: most batches complete with nobody blocked on
+        # them, and an Event (a Condition and its locks) costs more than the rest of the batch.
+        self._event: threading.Event | None = None
         self._listeners: list[Callable[[], object]] | None = None
         # After a split: the future of each record (by relative offset) in its new batch.
         self.moved_to: list[RecordFuture] | None = None
@@ -110,7 +114,9 @@ class ProduceRequestResult:
     def mark_done(self) -> None:
         """Wake everyone waiting and run late-added listeners (once)."""
         with _LISTENER_LOCK:
-            self._event.set()
+            self._done = True
+            if self._event is not None:
+                self._event.set()
             listeners, self._listeners = self._listeners, None
         if listeners:
             for listener in listeners:
@@ -126,7 +132,7 @@ class ProduceRequestResult:
     def add_listener(self, listener: Callable[[], object]) -> None:
         """Run ``listener()`` after completion (now, if already complete)."""
         with _LISTENER_LOCK:
-            if not self._event.is_set():
+            if not self._done:
                 if self._listeners is None:
                     self._listeners = []
                 self._listeners.append(listener)
@@ -141,11 +147,19 @@ class ProduceRequestResult:
             )
 
     def is_done(self) -> bool:
-        return self._event.is_set()
+        return self._done
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until done or ``timeout`` seconds pass; True if done."""
-        return self._event.wait(timeout)
+        if self._done:
+            return True
+        with _LISTENER_LOCK:  # mark_done sets the flag and any event under this lock
+            if self._done:
+                return True
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        return event.wait(timeout)
 
     def error_for(self, relative_offset: int) -> BaseException | None:
         record_errors = self.record_errors
@@ -159,7 +173,7 @@ class ProduceRequestResult:
         return self.log_append_time != NO_TIMESTAMP
 
     def __repr__(self) -> str:
-        state = "done" if self._event.is_set() else "pending"
+        state = "done" if self._done else "pending"
         return f"ProduceRequestResult({self.topic}-{self.partition}, {state}, base_offset={self.base_offset})"
 
 
@@ -250,11 +264,11 @@ class RecordFuture:
         future = self
         while True:
             result = future._result
-            if not result._event.is_set():
+            if not result._done:
                 remaining = (
                     None if deadline is None else max(0.0, deadline - time.monotonic())
                 )
-                if not result._event.wait(remaining):
+                if not result.wait(remaining):
                     raise KafkaTimeoutError(
                         f"the broker to acknowledge a record sent to {result.topic}-{result.partition} "
                         "(its batch is still queued or in flight; the producer keeps trying until "
