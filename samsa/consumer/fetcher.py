@@ -356,7 +356,7 @@ class CompletedFetch:
         epoch = self.leader_epoch
         if key_fn is None and value_fn is None:
             return [
-                _new(cls, (topic, partition, r[0], r[1], r[5], r[2], r[3], r[4],
+                _new(cls, (topic, partition, r[0], r[1], r[5], r[2], r[3], tuple(r[4]),
                            -1 if r[2] is None else len(r[2]),
                            -1 if r[3] is None else len(r[3]), epoch))
                 for r in records
@@ -365,7 +365,7 @@ class CompletedFetch:
         vf = value_fn or _identity
         return [
             _new(cls, (topic, partition, r[0], r[1], r[5], kf(topic, r[2]),
-                       vf(topic, r[3]), r[4],
+                       vf(topic, r[3]), tuple(r[4]),
                        -1 if r[2] is None else len(r[2]),
                        -1 if r[3] is None else len(r[3]), epoch))
             for r in records

@@ -1,7 +1,9 @@
 """What poll() returns: ``ConsumerRecord`` tuples grouped in ``ConsumerRecords``.
 
 ConsumerRecord is a NamedTuple built with ``tuple.__new__`` (the cheapest Python object with
-named fields); serialized sizes are -1 for a null key/value, as in Java.
+named fields); serialized sizes are -1 for a null key/value, as in Java.  Headers are a tuple
+of (key, value) pairs: immutable, and a record without headers shares the empty tuple (a list
+per record would be one more object for the garbage collector to scan, at a million a second).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class ConsumerRecord(NamedTuple):
     timestamp_type: TimestampType
     key: Any
     value: Any
-    headers: list[tuple[str, bytes | None]]
+    headers: tuple[tuple[str, bytes | None], ...]
     serialized_key_size: int
     serialized_value_size: int
     leader_epoch: int | None

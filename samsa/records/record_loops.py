@@ -126,9 +126,10 @@ def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
         elif value_len != -1:
             raise ValueError(f"value length {value_len}")
         header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        headers: list[tuple[str, bytes | None]] = []
+        headers: tuple[tuple[str, bytes | None], ...] = ()  # shared: no allocation, no GC work
         if header_count:
-            headers, pos = _headers(data, pos, header_count)
+            found, pos = _headers(data, pos, header_count)
+            headers = tuple(found)
         if pos != record_end:
             raise ValueError(f"record declared {length} bytes but its fields take "
                              f"{length + pos - record_end}")

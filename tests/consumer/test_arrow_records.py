@@ -71,7 +71,7 @@ def as_rows(table: pa.Table) -> list[tuple[Any, ...]]:
 
 
 def expected(records: list[Any]) -> list[tuple[Any, ...]]:
-    return [(r.offset, r.timestamp, r.key, r.value, r.headers, int(r.timestamp_type))
+    return [(r.offset, r.timestamp, r.key, r.value, list(r.headers), int(r.timestamp_type))
             for r in records]
 
 

@@ -46,7 +46,7 @@ def test_round_trip_every_codec(broker: Broker, produce: Callable[..., None], co
         assert r.value == f"value-{i}".encode() * 3
         assert r.partition == i % 3 and r.topic == topic
         assert r.offset == i // 3
-        assert r.headers == [("h", f"{i}".encode()), ("n", None)]
+        assert r.headers == (("h", f"{i}".encode()), ("n", None))
         assert r.timestamp == 1_700_000_000_000 + i
         assert r.timestamp_type == TimestampType.CREATE_TIME
         assert r.serialized_key_size == len(r.key)

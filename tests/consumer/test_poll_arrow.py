@@ -86,7 +86,7 @@ def as_tuples(tables: dict[TopicPartition, pa.Table]) -> list[Any]:
 
 
 def rows_as_tuples(rows: list[Any]) -> list[Any]:
-    return sorted((r.partition, r.offset, r.timestamp, r.key, r.value, r.headers) for r in rows)
+    return sorted((r.partition, r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in rows)
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])

@@ -93,7 +93,7 @@ def rows(data: bytes, header: Any, chunk: int, min_offset: int = 0,
 
 def expected(data: bytes, header: Any, min_offset: int = 0) -> list[ConsumerRecord]:
     return [ConsumerRecord("t", 3, r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
-                           r.headers, -1 if r.key is None else len(r.key),
+                           tuple(r.headers), -1 if r.key is None else len(r.key),
                            -1 if r.value is None else len(r.value), 7)
             for r in iter_records(data, header.records_count, header.base_offset,
                                   header.base_timestamp, header.timestamp_type,

@@ -51,7 +51,7 @@ def test_columns_become_record_fields(broker: Broker, new_topic: Callable[..., s
             got += list(c.poll(1.0))
     by_partition = {(r.partition, r.offset): r for r in got}
     a, b, n = by_partition[(2, 0)], by_partition[(2, 1)], by_partition[(1, 0)]
-    assert (a.key, a.value, a.headers, a.timestamp) == (b"k", b"a", [("h", b"1")], 1704164645678)
-    assert (b.key, b.value, b.headers) == (None, b"b", [])
-    assert (n.key, n.value, n.headers) == (b"k3", None, [])
+    assert (a.key, a.value, a.headers, a.timestamp) == (b"k", b"a", (("h", b"1"),), 1704164645678)
+    assert (b.key, b.value, b.headers) == (None, b"b", ())
+    assert (n.key, n.value, n.headers) == (b"k3", None, ())
     assert b.timestamp > 1704164645678  # null: the time of sending
