@@ -1,18 +1,17 @@
 """Fetched v2 record batches decoded straight into Arrow columns (``KafkaConsumer.poll_arrow``).
 
-poll() builds a ``ConsumerRecord`` per record; at a million records a second those objects,
-not the network, are the cost.  Here the records of a run of batches (consecutive batches of
-one fetch, read from one buffer) are decoded together with numpy:
+poll() builds a ``ConsumerRecord`` per record; poll_arrow() builds no Python object per
+record.  The records of a run of batches (consecutive batches of one fetch, read from one
+buffer) are decoded together:
 
-1. one loop walks the records' length varints to find where each record starts -- the only
-   per-record step, because a record's start depends on the previous record's length, so it
-   is compiled (samsa.records.record_loops);
-2. every other field (attributes, timestamp delta, offset delta, key and value lengths, header
-   count) is a vectorised varint decode at all record positions at once, field after field;
-3. keys and values become Arrow ``binary_view`` arrays pointing into the buffer (lengths,
+1. one loop reads every record's fields -- the per-record step, since a record's start
+   depends on the previous record's length -- compiled with mypyc
+   (samsa.records.record_loops.record_columns): value positions and lengths and timestamps
+   a list each, and keys, offsets and headers only when they are not the common case (null
+   keys, offsets without gaps, no headers);
+2. keys and values become Arrow ``binary_view`` arrays pointing into the buffer (lengths,
    4-byte prefixes and positions computed with numpy, short ones inlined as the view layout
-   demands), cast to ``binary`` by Arrow's C++ gather;
-4. headers are decoded one header index at a time over the records that have that many.
+   demands), cast to ``binary`` by Arrow's C++ gather; header keys and values likewise.
 
 The layout is Kafka's DefaultRecord (see the protocol guide's "Record"): length varint,
 attributes int8, timestampDelta varlong, offsetDelta varint, key, value (varint length, -1
@@ -33,7 +32,7 @@ import pyarrow as pa
 
 from samsa.records import RecordBatch, TimestampType
 from samsa.records.compression import decompress_scratch
-from samsa.records.record_loops import record_starts
+from samsa.records.record_loops import RecordColumns, record_columns
 from samsa.records.scratch import KEEP_BYTES
 
 __all__ = [
@@ -70,6 +69,8 @@ PIECE_SCHEMA = pa.schema([ARROW_SCHEMA.field(name) for name in
 
 _LOG_APPEND_TIME = int(TimestampType.LOG_APPEND_TIME)
 _AR12 = np.arange(12, dtype=np.int64)
+_NO_HEADERS = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
+                                         fields=list(HEADER_TYPE))
 _WORK_MIN = 1 << 20
 _local = threading.local()
 
@@ -90,62 +91,7 @@ class _Bad(Exception):
     """A structural problem: leave the run to the row decoder, which names it."""
 
 
-# -- the per-record walk ----------------------------------------------------------------------
-
-
-def _record_starts(data: Any, sections: Sequence[Section]) -> np.ndarray:
-    """Where each record of each section starts (the byte of its length varint), by the compiled
-    loop of samsa.records.record_loops, which reads ``bytes``: other buffers are copied, only
-    the span the sections cover."""
-    if not sections:
-        return np.zeros(0, np.int64)
-    lo = min(s.start for s in sections)
-    if type(data) is not bytes:
-        with memoryview(data) as view:
-            data = bytes(view[lo : max(s.end for s in sections)])
-    else:
-        lo = 0
-    starts: list[int] = []
-    try:
-        for s in sections:
-            record_starts(data, s.start - lo, s.end - lo, s.records, starts)
-    except (ValueError, IndexError):
-        raise _Bad from None
-    found = np.array(starts, np.int64)
-    if lo:
-        found += lo
-    return found
-
-
-# -- vectorised fields -------------------------------------------------------------------------
-
-
-def _varints(buf: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, Any]:
-    """Zigzag varints at every position: (values as int64, byte sizes: an array, or 1 when
-    every one is a single byte)."""
-    last = len(buf) - 1
-    if len(pos) and (pos.min() < 0 or pos.max() > last):
-        raise _Bad
-    b = buf[pos]
-    more = b >= 0x80
-    if not more.any():
-        small = b.astype(np.int64)
-        return (small >> 1) ^ -(small & 1), 1
-    value = (b & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), np.int64)
-    shift = 7
-    while more.any():
-        if shift >= 7 * width:
-            raise _Bad  # longer than a varint (5 bytes) or varlong (10) may be
-        b = buf[np.minimum(pos + size, last)]
-        value |= np.where(more, (b & 0x7F).astype(np.uint64) << np.uint64(shift), np.uint64(0))
-        size += more
-        more &= b >= 0x80
-        shift += 7
-    # past the end only if a continuation bit was set on the buffer's last byte: caught by the
-    # record-end checks, which every field position is held to
-    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
-    return signed, size
+# -- Arrow arrays from positions and lengths ---------------------------------------------------
 
 
 def _words(buf: np.ndarray) -> np.ndarray:
@@ -190,46 +136,18 @@ def _header_keys(keys: pa.Array) -> pa.Array:
         return pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()], pa.string())
 
 
-def _headers(buf: np.ndarray, arrow_buf: pa.Buffer, pos: np.ndarray, counts: np.ndarray,
-             ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """The headers column, and where each record's headers end."""
-    n = len(pos)
+def _headers(buf: np.ndarray, arrow_buf: pa.Buffer, cols: RecordColumns) -> pa.Array:
+    n = cols.count
     list_offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=list_offsets[1:])
-    total = int(list_offsets[-1])
-    if total == 0:
-        empty = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
-                                           fields=list(HEADER_TYPE))
-        return pa.ListArray.from_arrays(pa.array(list_offsets), empty, type=HEADERS_TYPE), pos
-    # A header takes two bytes at least: a larger count cannot fit its record.
-    if (counts * 2 > ends - pos).any():
-        raise _Bad
-    key_pos = np.empty(total, np.int64)
-    key_len = np.empty(total, np.int64)
-    val_pos = np.empty(total, np.int64)
-    val_len = np.empty(total, np.int64)
-    cur = pos.copy()
-    for j in range(int(counts.max())):
-        sel = np.nonzero(counts > j)[0]
-        p = cur[sel]
-        kl, ks = _varints(buf, p, 5)
-        if (kl < 0).any():
-            raise _Bad  # header keys cannot be null
-        kp = p + ks
-        vl, vs = _varints(buf, np.minimum(kp + kl, ends[sel]), 5)
-        if (vl < -1).any() or (kp + kl > ends[sel]).any():
-            raise _Bad
-        vp = kp + kl + vs
-        p = vp + np.maximum(vl, 0)
-        if (p > ends[sel]).any():
-            raise _Bad
-        dst = list_offsets[:-1][sel] + j
-        key_pos[dst], key_len[dst], val_pos[dst], val_len[dst] = kp, kl, vp, vl
-        cur[sel] = p
-    keys = _header_keys(_binary(buf, arrow_buf, key_pos, key_len))
-    values = _binary(buf, arrow_buf, val_pos, val_len)
+    if not cols.header_counts:
+        return pa.ListArray.from_arrays(pa.array(list_offsets), _NO_HEADERS, type=HEADERS_TYPE)
+    np.cumsum(np.array(cols.header_counts, np.int32), out=list_offsets[1:])
+    keys = _header_keys(_binary(buf, arrow_buf, np.array(cols.header_key_pos, np.int64),
+                                np.array(cols.header_key_len, np.int64)))
+    values = _binary(buf, arrow_buf, np.array(cols.header_value_pos, np.int64),
+                     np.array(cols.header_value_len, np.int64))
     structs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
-    return pa.ListArray.from_arrays(pa.array(list_offsets), structs, type=HEADERS_TYPE), cur
+    return pa.ListArray.from_arrays(pa.array(list_offsets), structs, type=HEADERS_TYPE)
 
 
 def decode_v2_run(batches: Sequence[RecordBatch], compressed: bool, max_decompressed_bytes: int
@@ -270,7 +188,8 @@ def decode_v2_run(batches: Sequence[RecordBatch], compressed: bool, max_decompre
         used += n
     if len(work) <= KEEP_BYTES:
         _local.work = work
-    return decode_run(work, sections)
+    with memoryview(work) as view:
+        return decode_run(bytes(view[:used]), sections)
 
 
 def decode_run(data: Any, sections: Sequence[Section]) -> pa.RecordBatch | None:
@@ -283,58 +202,52 @@ def decode_run(data: Any, sections: Sequence[Section]) -> pa.RecordBatch | None:
 
 
 def _decode(data: Any, sections: Sequence[Section]) -> pa.RecordBatch:
-    starts = _record_starts(data, sections)
-    buf = np.frombuffer(data, np.uint8)
-    arrow_buf = pa.py_buffer(data)
-    n = len(starts)
+    if not sections:
+        return empty_piece()
+    # The compiled loop reads bytes: another buffer is copied, the span the sections cover.
+    shift = 0
+    if type(data) is not bytes:
+        shift = min(s.start for s in sections)
+        with memoryview(data) as view:
+            data = bytes(view[shift : max(s.end for s in sections)])
+    cols = RecordColumns()
+    try:
+        for s in sections:
+            record_columns(data, s.start - shift, s.end - shift, s.records, s.base_offset, cols)
+    except (ValueError, IndexError):
+        raise _Bad from None
+    n = cols.count
     if n == 0:
         return empty_piece()
-    length, size = _varints(buf, starts, 5)
-    ends = starts + size + length
-    pos = starts + size + 1  # attributes: unused by readers
-    ts_delta, size = _varints(buf, pos, 10)
-    pos += size
-    offset_delta, size = _varints(buf, pos, 5)
-    pos += size
-    key_len, size = _varints(buf, pos, 5)
-    key_pos = pos + size
-    if (key_len < -1).any():
-        raise _Bad
-    pos = key_pos + np.maximum(key_len, 0)
-    if (pos >= ends).any():
-        raise _Bad
-    value_len, size = _varints(buf, pos, 5)
-    value_pos = pos + size
-    if (value_len < -1).any():
-        raise _Bad
-    pos = value_pos + np.maximum(value_len, 0)
-    if (pos >= ends).any():
-        raise _Bad
-    header_count, size = _varints(buf, pos, 5)
-    if (header_count < 0).any():
-        raise _Bad
-    headers, pos = _headers(buf, arrow_buf, pos + size, header_count, ends)
-    if (pos != ends).any():
-        raise _Bad
-    counts = [s.records for s in sections]
+    buf = np.frombuffer(data, np.uint8)
+    arrow_buf = pa.py_buffer(data)
+    if cols.key_pos:
+        keys = _binary(buf, arrow_buf, np.array(cols.key_pos, np.int64),
+                       np.array(cols.key_len, np.int64))
+    else:
+        keys = pa.nulls(n, pa.binary())
+    if cols.offsets:
+        offsets = np.array(cols.offsets, np.int64)
+    else:
+        offsets = np.arange(cols.first_offset, cols.first_offset + n, dtype=np.int64)
+    stamps = np.array(cols.timestamp_deltas, np.int64)
     if len(sections) == 1:
         s = sections[0]
-        offsets = offset_delta + s.base_offset
-        if s.timestamp_type == _LOG_APPEND_TIME:
-            stamps = np.full(n, s.max_timestamp, np.int64)
-        else:
-            stamps = ts_delta + s.base_timestamp
         types = np.full(n, s.timestamp_type, np.int8)
+        if s.timestamp_type == _LOG_APPEND_TIME:
+            stamps[:] = s.max_timestamp
+        else:
+            stamps += s.base_timestamp
     else:
-        offsets = offset_delta + np.repeat([s.base_offset for s in sections], counts)
+        counts = [s.records for s in sections]
+        types = np.repeat(np.array([s.timestamp_type for s in sections], np.int8), counts)
         append_time = np.repeat([s.timestamp_type == _LOG_APPEND_TIME for s in sections], counts)
         stamps = np.where(append_time, np.repeat([s.max_timestamp for s in sections], counts),
-                          ts_delta + np.repeat([s.base_timestamp for s in sections], counts))
-        types = np.repeat(np.array([s.timestamp_type for s in sections], np.int8), counts)
+                          stamps + np.repeat([s.base_timestamp for s in sections], counts))
+    value_pos = np.cumsum(np.array(cols.value_steps, np.int64))
     return pa.RecordBatch.from_arrays([
-        _binary(buf, arrow_buf, key_pos, key_len),
-        _binary(buf, arrow_buf, value_pos, value_len),
-        pa.array(offsets), pa.array(stamps), pa.array(types), headers,
+        keys, _binary(buf, arrow_buf, value_pos, np.array(cols.value_len, np.int64)),
+        pa.array(offsets), pa.array(stamps), pa.array(types), _headers(buf, arrow_buf, cols),
     ], schema=PIECE_SCHEMA)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["decode_rows", "record_starts"]
+__all__ = ["RecordColumns", "decode_rows", "record_columns", "record_starts"]
 
 _NEW: Final[Callable[..., Any]] = tuple.__new__
 _MAX_VARINT_SHIFT: Final = 28  # 5 bytes
@@ -148,3 +148,122 @@ def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
     if left == 0 and pos != end:
         raise ValueError(f"{end - pos} bytes remain after the declared records")
     return rows, pos, left
+
+
+class RecordColumns:
+    """The fields of the records read by record_columns, a list each, for poll_arrow to turn
+    into Arrow buffers.  Lists for the common case stay empty: ``key_pos``/``key_len`` while
+    every key is null, ``offsets`` while the offsets run on from ``first_offset`` without a gap,
+    ``header_counts`` while no record has headers (then filled in for the records before)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first_offset = -1
+        # Small numbers, which CPython keeps one object each of (-5..256): no allocation per
+        # record.  value_steps: each value's position minus the previous one's (the first: its
+        # position); timestamp_deltas: from its batch's base timestamp.
+        self.value_steps: list[int] = []
+        self.value_len: list[int] = []  # -1: null
+        self.timestamp_deltas: list[int] = []
+        self.last_value_pos = 0
+        self.key_pos: list[int] = []
+        self.key_len: list[int] = []  # -1: null
+        self.offsets: list[int] = []
+        self.header_counts: list[int] = []
+        self.header_key_pos: list[int] = []
+        self.header_key_len: list[int] = []
+        self.header_value_pos: list[int] = []
+        self.header_value_len: list[int] = []
+
+
+def record_columns(data: bytes, start: int, end: int, count: int, base_offset: int,
+                   out: RecordColumns) -> None:
+    """Add the fields of the ``count`` records of ``data[start:end]`` to ``out``.  ValueError
+    (or IndexError) for a record that does not decode, or records that do not fill [start, end)
+    exactly; ``out`` is then partly filled."""
+    pos = start
+    value_steps = out.value_steps
+    value_len = out.value_len
+    timestamp_deltas = out.timestamp_deltas
+    last_value = out.last_value_pos
+    for _ in range(count):
+        if pos >= end:
+            raise ValueError(f"records end at byte {pos}, before the declared {count}")
+        length, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        record_end = pos + length
+        if length < 6 or record_end > end:
+            raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
+        ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
+        offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        if klen != -1 or out.key_pos:
+            if klen < -1:
+                raise ValueError(f"key length {klen}")
+            if not out.key_pos:
+                out.key_pos.extend([0] * out.count)
+                out.key_len.extend([-1] * out.count)
+            out.key_pos.append(pos)
+            out.key_len.append(klen)
+            if klen > 0:
+                pos += klen
+                if pos > record_end:
+                    raise ValueError(f"key length {klen} runs past the end of the record")
+        vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        value_steps.append(pos - last_value)
+        last_value = pos
+        value_len.append(vlen)
+        if vlen >= 0:
+            pos += vlen
+            if pos > record_end:
+                raise ValueError(f"value length {vlen} runs past the end of the record")
+        elif vlen != -1:
+            raise ValueError(f"value length {vlen}")
+        header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        if header_count or out.header_counts:
+            if not out.header_counts:
+                out.header_counts.extend([0] * out.count)
+            out.header_counts.append(header_count)
+            if header_count:
+                pos = _header_columns(data, pos, header_count, record_end, out)
+        if pos != record_end:
+            raise ValueError(f"record declared {length} bytes but its fields take "
+                             f"{length + pos - record_end}")
+        offset = base_offset + offset_delta
+        if out.offsets:
+            out.offsets.append(offset)
+        elif out.count == 0:
+            out.first_offset = offset
+        elif offset != out.first_offset + out.count:
+            out.offsets.extend(range(out.first_offset, out.first_offset + out.count))
+            out.offsets.append(offset)
+        timestamp_deltas.append(ts_delta)
+        out.count += 1
+    out.last_value_pos = last_value
+    if pos != end:
+        raise ValueError(f"the declared {count} records end at byte {pos}, not {end}")
+
+
+def _header_columns(data: bytes, pos: int, count: int, record_end: int, out: RecordColumns) -> int:
+    if count < 0:
+        raise ValueError(f"negative header count {count}")
+    if count * 2 > record_end - pos:  # two bytes a header at least
+        raise ValueError(f"header count {count} does not fit the record")
+    for _ in range(count):
+        klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        if klen < 0:
+            raise ValueError(f"header key length {klen} (header keys cannot be null)")
+        out.header_key_pos.append(pos)
+        out.header_key_len.append(klen)
+        pos += klen
+        if pos > record_end:
+            raise ValueError(f"header key length {klen} runs past the end of the record")
+        vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        out.header_value_pos.append(pos)
+        out.header_value_len.append(vlen)
+        if vlen >= 0:
+            pos += vlen
+        elif vlen != -1:
+            raise ValueError(f"header value length {vlen}")
+        if pos > record_end:
+            raise ValueError(f"header value length {vlen} runs past the end of the record")
+    return pos

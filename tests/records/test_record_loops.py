@@ -7,6 +7,7 @@ pure-Python source, loaded under another name, as tests/broker/log/test_validato
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +172,57 @@ def test_an_overlong_varint_is_refused() -> None:
                                        ("t", 0), None, ConsumerRecord, None, None)):
         with pytest.raises(ValueError, match="varint"):
             call()
+
+
+def columns_as_rows(data: bytes, sections: list[tuple[int, int, int, int]]) -> list[Any]:
+    cols = M.RecordColumns()
+    for start, end, count, base in sections:
+        M.record_columns(data, start, end, count, base, cols)
+    n = cols.count
+    value_pos = list(itertools.accumulate(cols.value_steps))
+    offsets = cols.offsets or list(range(cols.first_offset, cols.first_offset + n))
+    keys = [None if kl < 0 else data[kp : kp + kl] for kp, kl in zip(cols.key_pos, cols.key_len, strict=True)] \
+        or [None] * n
+    values = [None if vl < 0 else data[vp : vp + vl] for vp, vl in zip(value_pos, cols.value_len, strict=True)]
+    counts = cols.header_counts or [0] * n
+    pairs = [(data[kp : kp + kl].decode(), None if vl < 0 else data[vp : vp + vl])
+             for kp, kl, vp, vl in zip(cols.header_key_pos, cols.header_key_len,
+                                       cols.header_value_pos, cols.header_value_len, strict=True)]
+    headers, at = [], 0
+    for c in counts:
+        headers.append(pairs[at : at + c])
+        at += c
+    return list(zip(offsets, cols.timestamp_deltas, keys, values, headers, strict=True))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(rs.records, min_size=1, max_size=3), st.lists(st.integers(0, 5), min_size=3, max_size=3))
+def test_record_columns_read_what_the_row_decoder_reads(batches: list[list[Any]], gaps: list[int]) -> None:
+    """Several sections of one buffer (a run of batches), with gaps between their offsets (a
+    compacted log): keys, offsets and header counts are filled in once the first record needs
+    them."""
+    data, sections, want, base = b"", [], [], 0
+    for records, gap in zip(batches, gaps, strict=False):
+        base += gap
+        section, header = section_of(records)
+        sections.append((len(data), len(data) + len(section), header.records_count, base))
+        want += [(base + i, r.timestamp - header.base_timestamp, r.key, r.value, r.headers)
+                 for i, r in enumerate(iter_records(section, header.records_count, 0,
+                                                    header.base_timestamp,
+                                                    TimestampType.CREATE_TIME, -1))]
+        data += section
+        base += header.records_count
+    assert columns_as_rows(data, sections) == want
+
+
+def test_record_columns_keep_offset_gaps_inside_a_batch() -> None:
+    data = handmade_record(0, b"a") + handmade_record(2, b"b") + handmade_record(5, b"c")
+    assert [(o, v) for o, _t, _k, v, _h in columns_as_rows(data, [(0, len(data), 3, 10)])] == [
+        (10, b"a"), (12, b"b"), (15, b"c")]
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_record_columns_refuse_a_record_that_lies(lie: str) -> None:
+    data = LIES[lie] + handmade_record(1, b"fine")
+    with pytest.raises((ValueError, IndexError)):
+        M.record_columns(data, 0, len(data), 2, 0, M.RecordColumns())
