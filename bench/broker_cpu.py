@@ -14,7 +14,8 @@ py-spy (see bench/broker.py; PYSPY_FLAGS=--gil keeps only samples holding the GI
 ``--baseline REV`` replays the same frames to the broker of git revision REV too (a temporary
 worktree, as bench/broker.py), the two brokers alternating for ``--rounds`` rounds (best kept),
 and prints new/base CPU per request.  ``--varied`` makes values of 20-180 bytes instead of 100,
-the case where records of one batch differ in size.
+the case where records of one batch differ in size.  ``--batch-kib 1024`` replays 1 MiB
+batches (about librdkafka's default batch.size) instead of 16 KiB ones.
 """
 
 from __future__ import annotations
@@ -56,14 +57,15 @@ def varied_values(count: int = 1024) -> list[bytes]:
     return [os.urandom(10 + (i * 37) % 81).hex().encode() for i in range(count)]
 
 
-def build_frames(codec: Compression, count: int, varied: bool = False) -> list[bytes]:
-    """``count`` size-prefixed ProduceRequest frames, one full 16 KiB batch each, partitions
-    taken in turn."""
+def build_frames(codec: Compression, count: int, varied: bool = False,
+                 batch_bytes: int = BATCH_BYTES) -> list[bytes]:
+    """``count`` size-prefixed ProduceRequest frames, one full batch of ``batch_bytes`` each,
+    partitions taken in turn."""
     values = varied_values() if varied else make_values()
     frames = []
     now = int(time.time() * 1000)
     for i in range(count):
-        builder = RecordBatchBuilder(codec, batch_size_limit=BATCH_BYTES)
+        builder = RecordBatchBuilder(codec, batch_size_limit=batch_bytes)
         n = 0
         while builder.append(now, None, values[(i * 200 + n) % len(values)]) is not None:
             n += 1
@@ -138,6 +140,8 @@ def main() -> int:
                         help="also replay to the samsa broker of git revision REV")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per codec (best kept)")
     parser.add_argument("--varied", action="store_true", help="values of 20-180 bytes")
+    parser.add_argument("--batch-kib", type=int, choices=(16, 1024), default=16,
+                        help="batch size: 16 KiB (Java's default) or 1 MiB (librdkafka's)")
     args = parser.parse_args()
     codecs = [Compression[c.upper()] for c in (args.codecs or ("none", "lz4"))]
     with ExitStack() as stack:
@@ -150,7 +154,8 @@ def main() -> int:
         for broker in brokers:
             create_topic(broker.bootstrap, TOPIC, PRODUCE_PARTITIONS)
         for codec in codecs:
-            frames = build_frames(codec, 64, args.varied)
+            frames = build_frames(codec, 64 if args.batch_kib == 16 else 8, args.varied,
+                                  args.batch_kib * 1024)
             best: dict[str, float] = {}
             for _ in range(args.rounds):
                 for broker in brokers:

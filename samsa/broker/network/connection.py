@@ -13,6 +13,11 @@ MemoryPool (queued.max.request.bytes); growing bounds each connection by its own
 Growing costs more CPU than receiving into an exact buffer (about twice as much for a 3 MB
 frame), which is why ordinary requests skip it.
 
+Exact frame buffers are reused (``FrameBuffers``): a fresh 1 MiB bytearray costs a page fault
+per 4 KiB as it is filled, more CPU than validating and appending the batch it carries, so each
+network thread keeps its last few and hands out again one that nothing references any more
+(its request is done, no record view of it is left).
+
 Writes may happen on a handler thread (the fast path: a response usually fits the socket buffer
 at once) or on the Processor thread (the rest of a response that did not); ``lock`` makes sure
 they never race with closing the socket.
@@ -25,6 +30,7 @@ import os
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -52,6 +58,56 @@ _TLS_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError
 
 class FrameSizeError(Exception):
     """A size prefix outside 0..socket.request.max.bytes."""
+
+
+class FrameBuffers:
+    """A network thread's last few exact frame buffers, handed out again once free.
+
+    A buffer is free when nothing but this pool references it: its frame was handled and
+    every view of it (the decoded records) is gone.  CPython counts references, so that is
+    exact; elsewhere (no ``sys.getrefcount``) nothing is reused.  Each buffer is allocated at a
+    power of two and only ever sized between half of that and all of it, which CPython's
+    bytearray does without reallocating, so a reused buffer touches no new page.  Holds at
+    most ``KEEP`` buffers of at most EXACT_FRAME_BYTES each.
+    """
+
+    KEEP = 4
+    # References to a free buffer while take() looks at it: its entry's, the loop variable's
+    # and getrefcount's argument.
+    _FREE_REFS = 3
+
+    __slots__ = ("_buffers",)
+
+    def __init__(self) -> None:
+        self._buffers: deque[tuple[int, bytearray]] = deque(maxlen=self.KEEP)  # (capacity, buf)
+
+    def take(self, size: int) -> bytearray:
+        """A bytearray of ``size`` bytes (contents undefined) that no one else holds."""
+        capacity = 1 << max(size - 1, 1).bit_length()
+        if _getrefcount is not None:
+            for cap, buf in self._buffers:
+                if cap == capacity and _getrefcount(buf) == self._FREE_REFS:
+                    if len(buf) > size:
+                        del buf[size:]
+                    elif len(buf) < size:
+                        buf += _ZEROS[:size - len(buf)]
+                    return buf
+        buf = bytearray(capacity)
+        del buf[size:]  # at least half the capacity: the allocation stays
+        self._buffers.append((capacity, buf))
+        return buf
+
+
+_getrefcount = getattr(sys, "getrefcount", None)
+_thread_buffers = threading.local()
+
+
+def _frame_buffers() -> FrameBuffers:
+    """This (network) thread's FrameBuffers."""
+    pool: FrameBuffers | None = getattr(_thread_buffers, "pool", None)
+    if pool is None:
+        pool = _thread_buffers.pool = FrameBuffers()
+    return pool
 
 
 class Outgoing:
@@ -334,8 +390,10 @@ class Connection:
                 # Too big for the buffer: give it its own, received into directly from now on;
                 # past EXACT_FRAME_BYTES sized by what arrived, not by the prefix.
                 have = end - body
-                big = bytearray(size if size <= EXACT_FRAME_BYTES
-                                else max(FIRST_FRAME_BUFFER_BYTES, 2 * have))
+                if size <= EXACT_FRAME_BYTES:
+                    big = _frame_buffers().take(size)
+                else:
+                    big = bytearray(max(FIRST_FRAME_BUFFER_BYTES, 2 * have))
                 big[:have] = rview[body:end]
                 self._big, self._big_view, self._big_have = big, memoryview(big), have
                 self._big_size = size

@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from samsa.broker.network.connection import Connection, FrameSizeError
+from samsa.broker.network import connection as connection_module
+from samsa.broker.network.connection import Connection, FrameBuffers, FrameSizeError
 from tests.broker.network.hostile import HOST, produce_confirmed, still_open
 from tests.support.process_stats import accepted_sockets, rss_bytes, tcp_sockets, wait_for
 
@@ -68,6 +70,60 @@ def test_a_growing_frame_arrives_whole_and_in_order() -> None:
     finally:
         client.close()
         conn.sock.close()
+
+
+def _send_frames(conn: Connection, client: socket.socket, bodies: list[bytes]) -> list[Any]:
+    client.setblocking(False)
+    data = b"".join(struct.pack(">i", len(body)) + body for body in bodies)
+    frames: list[Any] = []
+    sent = 0
+    while sent < len(data):
+        try:
+            sent += client.send(data[sent:sent + 65_536])
+        except BlockingIOError:
+            pass
+        frames += _read_all(conn)
+    return frames + _read_all(conn)
+
+
+def test_a_big_frame_buffer_is_reused_only_once_nothing_holds_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Frames past the read buffer are received into buffers a network thread keeps for the
+    # next ones (page faults cost more than the request); a buffer still referenced -- its
+    # request in handling, or a records view of it kept -- is never handed out again.
+    monkeypatch.setattr(connection_module, "_thread_buffers", threading.local())  # this test's
+    first, second, third = (os.urandom(200_000 + i) for i in range(3))
+    conn, client = _connection_pair()
+    try:
+        (a,) = _send_frames(conn, client, [first])
+        view = memoryview(a)[100:200]  # as a decoded records field would be
+        kept = {id(a)}  # the pool keeps it alive: its id stays its own
+        del a
+        (b,) = _send_frames(conn, client, [second])
+        assert id(b) not in kept, "a buffer with a view left was handed out again"
+        assert bytes(view) == first[100:200] and bytes(b) == second
+        kept.add(id(b))
+        del view, b
+        (c,) = _send_frames(conn, client, [third])
+        assert id(c) in kept, "a free buffer is taken again"
+        assert bytes(c) == third and len(c) == len(third)
+    finally:
+        conn.release()
+        client.close()
+        conn.sock.close()
+
+
+def test_frame_buffers_fit_each_size_and_keep_a_bounded_number() -> None:
+    pool = FrameBuffers()
+    held = [pool.take(1000 + i) for i in range(FrameBuffers.KEEP + 2)]
+    assert [len(b) for b in held] == [1000 + i for i in range(FrameBuffers.KEEP + 2)]
+    assert len(pool._buffers) == FrameBuffers.KEEP
+    del held
+    reused = {id(b) for _, b in pool._buffers}
+    first, second = pool.take(1024), pool.take(600)  # both fit a kept 1 KiB buffer
+    assert {id(first), id(second)} <= reused and first is not second
+    assert (len(first), len(second)) == (1024, 600)
+    assert id(pool.take(5000)) not in reused  # another capacity: a new buffer
 
 
 def test_an_oversized_prefix_is_refused_before_any_buffer_is_made() -> None:
