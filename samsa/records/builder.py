@@ -4,6 +4,9 @@ The producer appends one record at a time on the caller's thread, so ``append`` 
 it encodes the record straight into one growing bytearray, looks small varints up in a table and
 formats each record with a single ``bytes %`` operation.  ``build`` writes the 61-byte header,
 compresses once and computes the CRC-32C.
+
+setup.py compiles this module with mypyc where it can (the typed source is the fallback): the
+producer's send() runs ``append`` once per record.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from crc32c import crc32c
 
@@ -64,7 +68,10 @@ _NULL = b"\x01"  # varint -1: null key / value / header value
 def encode_headers(headers: Sequence[Header]) -> bytes:
     """HeadersCount + headers, as they follow the value inside a record."""
     parts = [encode_varint(len(headers))]
-    for hkey, hvalue in headers:
+    # Items read as Any: keys may also be UTF-8 bytes, which compiled code would refuse
+    # against Header's str.
+    items: Sequence[Any] = headers
+    for hkey, hvalue in items:
         kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
         parts.append(encode_varint(len(kb)))
         parts.append(kb)
