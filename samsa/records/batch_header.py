@@ -127,6 +127,7 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _PRODUCER_STATE = struct.Struct(">qhi")
+_new_tuple = tuple.__new__
 
 
 class BatchHeader(NamedTuple):
@@ -218,7 +219,8 @@ def read_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> Batc
             f"{_where(buf, pos)}: only {max(len(buf) - pos, 0)} bytes left, "
             f"a v2 batch header needs {RECORD_BATCH_OVERHEAD}"
         )
-    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    # tuple.__new__ rather than _make (which also checks the length): every produced batch.
+    header: BatchHeader = _new_tuple(BatchHeader, _HEADER.unpack_from(buf, pos))
     if header.magic != MAGIC_V2:
         raise CorruptRecordError(
             f"batch at offset {header.base_offset} (byte {pos}): magic {header.magic}, expected 2"
