@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint system-deps node-peers bench mutate fuzz clean
 
 # setup.py compiles these modules (mypyc, its COMPILED list): a stale build would shadow an edit.
-$(STAMP): pyproject.toml setup.py samsa/broker/log/validator.py samsa/records/record_loops.py samsa/records/builder.py
+$(STAMP): pyproject.toml setup.py samsa/broker/log/validator.py samsa/records/record_loops.py samsa/records/builder.py \
+		samsa/producer/future.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,spark]'

@@ -16,6 +16,9 @@ When a batch is split after MESSAGE_TOO_LARGE, the old result's ``moved_to`` lis
 record's future in the new batches (set before the old result completes); ``get()``,
 ``done()`` and ``value()`` follow it (and ``chain()``, which links one future explicitly).
 The batch holds no reference to futures without callbacks, so a dropped future dies young.
+
+setup.py compiles this module with mypyc where it can (the typed source is the fallback):
+send() makes one RecordFuture per record.
 """
 
 from __future__ import annotations
@@ -252,7 +255,9 @@ class RecordFuture:
         """
         return self._wait(timeout).value()
 
-    result = get  # concurrent.futures spelling
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """:meth:`get`, as concurrent.futures spells it (a method: mypyc compiles no alias)."""
+        return self._wait(timeout).value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The error the record failed with, None on success; waits like :meth:`get`."""

@@ -1,14 +1,61 @@
-"""ProduceRequestResult / RecordFuture: per-batch completion, thin per-record handles."""
+"""ProduceRequestResult / RecordFuture: per-batch completion, thin per-record handles.
+
+Every test runs against the installed module (compiled by setup.py where it can be) and its
+pure-Python source, loaded under another name, as tests/broker/log/test_validator.py does."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from samsa.errors import KafkaTimeoutError, NotLeaderOrFollowerError
+from samsa.producer import future
 from samsa.producer.future import ProduceRequestResult, RecordFuture, RecordMetadata
+from tests.broker.log.test_validator import compiler_present
+
+SOURCE = Path(future.__file__ or "").with_name("future.py")
+COMPILED = not (future.__file__ or "").endswith(".py")
+
+
+def load_source() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("samsa.producer._future_source", SOURCE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
+def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    if request.param == "installed":
+        module = future
+    elif COMPILED:
+        module = load_source()
+    else:
+        pytest.skip("the installed future module is its pure-Python source (not compiled)")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("ProduceRequestResult", "RecordFuture", "RecordMetadata"):
+            patch.setitem(globals(), name, getattr(module, name))
+        yield module
+
+
+def test_the_compiled_futures_are_in_use_where_they_can_be_built() -> None:
+    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
+        pytest.skip("SAMSA_COMPILE=0: the pure-Python future module is expected")
+    if not compiler_present():
+        pytest.skip("no mypyc or no C compiler: the pure-Python future module is expected")
+    assert COMPILED, (f"samsa.producer.future runs from {future.__file__}, not compiled: "
+                      "reinstall (pip install -e . / make) and read setup.py's warning")
+    assert Path(future.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
+        f"{future.__file__} is older than {SOURCE}: a stale build shadows the source; "
+        "reinstall (pip install -e . / make)")
 
 
 def make(n: int = 3, ts: int = 1000) -> tuple[ProduceRequestResult, list[RecordFuture]]:
@@ -82,20 +129,22 @@ def test_add_callback_before_and_after_completion() -> None:
     assert [md.offset for md, _ in calls] == [10, 11]  # type: ignore[union-attr]
 
 
-def test_callback_exceptions_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+def test_callback_exceptions_are_logged_not_raised(caplog: pytest.LogCaptureFixture,
+                                                   implementation: ModuleType) -> None:
+    logger = implementation.log.name  # the source loaded under another name logs under it
     result, futures = make()
     ran: list[int] = []
     futures[0].add_callback(lambda md, err: 1 / 0)
     futures[0].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
     futures[1].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
     result.set(0, -1)
-    with caplog.at_level(logging.ERROR, logger="samsa.producer.future"):
+    with caplog.at_level(logging.ERROR, logger=logger):
         result.mark_done()  # does not raise
         # Added after completion: runs at once on this thread, and does not raise either.
         futures[1].add_callback(lambda md, err: 1 / 0)
         futures[2].add_callback(lambda md, err: ran.append(md.offset))  # type: ignore[union-attr]
     assert ran == [0, 1, 2], "a raising callback kept the others from running"
-    logged = [r for r in caplog.records if r.name == "samsa.producer.future"]
+    logged = [r for r in caplog.records if r.name == logger]
     assert len(logged) == 2
     for record in logged:
         assert record.levelno == logging.ERROR
