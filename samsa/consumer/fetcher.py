@@ -29,13 +29,13 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
-from typing import Any
+from itertools import chain, islice
+from typing import Any, NoReturn
 
 from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.deserializers import DeserializeFn
 from samsa.consumer.errors import NoOffsetForPartitionError
-from samsa.consumer.records import ConsumerRecord
+from samsa.consumer.records import ConsumerRecord, RecordParts
 from samsa.consumer.subscription import SubscriptionState
 from samsa.errors import (
     CorruptRecordError,
@@ -51,7 +51,7 @@ from samsa.protocol import FetchRequest, ListOffsetsRequest
 from samsa.records import AnyBatch, ControlRecordType, RecordBatch, TimestampType, iter_batches
 from samsa.records.batch import iter_records
 from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressedSizeError
-from samsa.records.record_loops import decode_rows
+from samsa.records.record_loops import decode_rows, scan_rows
 
 __all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
 
@@ -63,6 +63,7 @@ FETCH_MIN_VERSION, FETCH_MAX_VERSION = 4, 12  # v13+ needs topic ids
 LIST_OFFSETS_MIN_VERSION, LIST_OFFSETS_MAX_VERSION = 1, 7
 _new = tuple.__new__
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+_CHUNK = 500  # records a RecordSpan builds at a time (max.poll.records' default)
 # Errors after which the partition's leader must be looked up again.
 _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not leader, replica n/a,
 #                                              fenced/unknown leader epoch, unknown topic id
@@ -171,15 +172,23 @@ class CompletedFetch:
     def take(self, max_records: int, key_fn: DeserializeFn | None,
              value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
         """Up to ``max_records`` records from the current position on."""
+        parts = self.take_parts(max_records, key_fn, value_fn, lazy=False)
+        return parts[0] if len(parts) == 1 else [r for part in parts for r in part]
+
+    def take_parts(self, max_records: int, key_fn: DeserializeFn | None,
+                   value_fn: DeserializeFn | None, *, lazy: bool) -> list[Any]:
+        """take()'s records as consecutive parts: lists of records, and with ``lazy`` (no
+        deserializers) RecordSpans of v2 records, checked now and built when iterated."""
         if self._error is not None:
             raise self._error
-        out: list[ConsumerRecord] = []
+        out: list[Any] = []
+        got = 0
         if self._arrow_rest is not None:
             # poll_arrow() decoded this batch and left part of it: read that part as records.
             self._arrow_rest = None
             assert self._batch is not None
             self._records = self._from_position(self._batch, self._rows_of(self._batch))
-        while len(out) < max_records and self._batches is not None:
+        while got < max_records and self._batches is not None:
             records = self._records
             if records is None:
                 try:
@@ -188,15 +197,21 @@ class CompletedFetch:
                         break
                     records = self._rows_of(batch)
                 except CorruptRecordError:
-                    if out:
+                    if got:
                         break  # the records before it now, the error on the next take
                     raise
                 self._batch = batch
                 records = self._records = self._from_position(batch, records)
-            want = max_records - len(out)
+            want = max_records - got
+            chunk: Any
             try:
                 if isinstance(records, _RowCursor):
-                    chunk = records.take(want, self.tp, self.leader_epoch, key_fn, value_fn)
+                    # Up to _CHUNK records are built at once anyway: checking them first and
+                    # building them later would read the batch twice for nothing.
+                    if lazy and want > _CHUNK:
+                        chunk = records.span(want, self.tp, self.leader_epoch)
+                    else:
+                        chunk = records.take(want, self.tp, self.leader_epoch, key_fn, value_fn)
                 else:
                     chunk = self._consumer_records(islice(records, want), key_fn, value_fn)
             except CorruptRecordError as exc:
@@ -207,19 +222,23 @@ class CompletedFetch:
                 assert self._batch is not None
                 chunk = self._consumer_records(self._records_before_failure(self._batch, want),
                                                key_fn, value_fn)
-                out += chunk
                 if chunk:
+                    out.append(chunk)
+                    got += len(chunk)
                     self.next_offset = chunk[-1][2] + 1
                 self._error = CorruptRecordError(
                     f"partition {self.tp}: {exc.detail or exc.message}; seek to offset "
                     f"{self._batch.next_offset} to skip the rest of its batch")
-                if out:
+                if got:
                     return out
                 raise self._error from None
-            if chunk:
-                out += chunk
-                self.next_offset = chunk[-1][2] + 1
-            if len(chunk) < want:  # batch exhausted
+            n = len(chunk)
+            if n:
+                out.append(chunk)
+                got += n
+                self.next_offset = (chunk.last_offset if type(chunk) is RecordSpan
+                                    else chunk[-1][2]) + 1
+            if n < want:  # batch exhausted
                 assert self._batch is not None
                 self.next_offset = max(self.next_offset, self._batch.next_offset)
                 self._records = None
@@ -412,6 +431,26 @@ class _RowCursor:
         self._append_time = h.max_timestamp if h.timestamp_type == _LOG_APPEND_TIME else -1
         self.min_offset = 0
 
+    def span(self, want: int, tp: TopicPartition, epoch: int | None) -> RecordSpan:
+        """As take() without deserializers, the records checked but not built: a RecordSpan."""
+        h = self._batch.header
+        pos, left = self._pos, self._left
+        try:
+            count, self._pos, self._left, last_offset = scan_rows(
+                self._data, pos, left, want, self.min_offset, h.base_offset)
+        except (ValueError, IndexError):
+            self._name_the_corrupt_record()
+        return RecordSpan(self._data, pos, left, count, self.min_offset, h, self._append_time,
+                          tp, epoch, last_offset)
+
+    def _name_the_corrupt_record(self) -> NoReturn:
+        # The row decoder finds the same record and names it (record index and offset).
+        h = self._batch.header
+        for _ in iter_records(self._data, h.records_count, h.base_offset, h.base_timestamp,
+                              h.timestamp_type, h.max_timestamp):
+            pass
+        raise CorruptRecordError(f"batch at offset {h.base_offset}: a record does not decode")
+
     def take(self, want: int, tp: TopicPartition, epoch: int | None,
              key_fn: DeserializeFn | None, value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
         """Up to ``want`` records at or above min_offset; fewer only when the batch ends."""
@@ -428,16 +467,52 @@ class _RowCursor:
                 h.base_timestamp, self._append_time, h.timestamp_type, tp, epoch, ConsumerRecord,
                 key_fn, value_fn)
         except (ValueError, IndexError):
-            # The row decoder finds the same record and names it (record index and offset).
-            for _ in iter_records(self._data, h.records_count, h.base_offset, h.base_timestamp,
-                                  h.timestamp_type, h.max_timestamp):
-                pass
-            raise CorruptRecordError(f"batch at offset {h.base_offset}: a record does not "
-                                     "decode") from None
+            self._name_the_corrupt_record()
         finally:
             if collecting:
                 gc.enable()
         return rows
+
+
+class RecordSpan:
+    """Records of one batch that a poll() hands out, checked (scan_rows) but built only when
+    iterated, _CHUNK at a time: a large poll then costs no more per record than a small one,
+    as its records are made and dropped while still in the CPU's cache."""
+
+    __slots__ = ("_append_time", "_data", "_epoch", "_header", "_left", "_min_offset", "_pos",
+                 "_tp", "count", "last_offset")
+
+    def __init__(self, data: bytes, pos: int, left: int, count: int, min_offset: int,
+                 header: Any, append_time: int, tp: TopicPartition, epoch: int | None,
+                 last_offset: int) -> None:
+        self._data = data
+        self._pos = pos
+        self._left = left
+        self.count = count
+        self._min_offset = min_offset
+        self._header = header
+        self._append_time = append_time
+        self._tp = tp
+        self._epoch = epoch
+        self.last_offset = last_offset
+
+    def __len__(self) -> int:
+        return self.count
+
+    def chunks(self) -> Iterator[list[ConsumerRecord]]:
+        """The records as lists of up to _CHUNK, built as they are asked for."""
+        h = self._header
+        pos, left, todo = self._pos, self._left, self.count
+        while todo > 0:
+            rows, pos, left = decode_rows(
+                self._data, pos, left, min(todo, _CHUNK), self._min_offset, h.base_offset,
+                h.base_timestamp, self._append_time, h.timestamp_type, self._tp, self._epoch,
+                ConsumerRecord, None, None)
+            todo -= len(rows)
+            yield rows
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return chain.from_iterable(self.chunks())
 
 
 def _run_kind(batch: AnyBatch) -> int:
@@ -624,18 +699,23 @@ class Fetcher:
 
     # -- handing records out ----------------------------------------------------------------
 
-    def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    def fetched_records(self, max_records: int) -> dict[TopicPartition, RecordParts]:
+        """Up to ``max_records`` records by partition, as the parts ConsumerRecords holds."""
         key_fn, value_fn = self.key_fn, self.value_fn
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        lazy = key_fn is None and value_fn is None  # a deserializer's error belongs to poll()
+        out: dict[TopicPartition, RecordParts] = {}
 
         def take(cf: CompletedFetch, n: int) -> int:
-            records = cf.take(n, key_fn, value_fn)
-            if records:
-                if cf.tp in out:
-                    out[cf.tp] += records
+            parts = cf.take_parts(n, key_fn, value_fn, lazy=lazy)
+            got = sum(len(p) for p in parts)
+            if got:
+                held = out.get(cf.tp)
+                if held is None:
+                    out[cf.tp] = RecordParts(parts, got)
                 else:
-                    out[cf.tp] = records
-            return len(records)
+                    held.parts += parts
+                    held.count += got
+            return got
 
         self._collect(max_records, take, out)
         return out

@@ -9,12 +9,14 @@ per record would be one more object for the garbage collector to scan, at a mill
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any, NamedTuple
 
 from samsa.net.cluster import TopicPartition
 from samsa.records import TimestampType
 
-__all__ = ["ConsumerRecord", "ConsumerRecords", "OffsetAndMetadata", "OffsetAndTimestamp"]
+__all__ = ["ConsumerRecord", "ConsumerRecords", "OffsetAndMetadata", "OffsetAndTimestamp",
+           "RecordParts"]
 
 
 class ConsumerRecord(NamedTuple):
@@ -43,17 +45,59 @@ class OffsetAndTimestamp(NamedTuple):
     leader_epoch: int | None = None
 
 
+class RecordParts:
+    """One partition's records of a poll as consecutive parts: lists of records, and spans
+    (samsa.consumer.fetcher.RecordSpan) that build theirs when iterated, a chunk at a time."""
+
+    __slots__ = ("count", "parts")
+
+    def __init__(self, parts: list[Any], count: int) -> None:
+        self.parts = parts
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def chunks(self) -> Iterator[list[ConsumerRecord]]:
+        for part in self.parts:
+            if type(part) is list:
+                yield part
+            else:
+                yield from part.chunks()
+
+    def as_list(self) -> list[ConsumerRecord]:
+        parts = self.parts
+        if len(parts) == 1 and type(parts[0]) is list:
+            return parts[0]
+        return [r for chunk in self.chunks() for r in chunk]
+
+
 class ConsumerRecords:
-    """Records of one poll, by partition; iterating yields them partition by partition."""
+    """Records of one poll, by partition; iterating yields them partition by partition.
+
+    Records of v2 batches are built as the iteration reaches them (they were checked when
+    polled): records(tp), [tp] and items() give lists."""
 
     __slots__ = ("_by_partition",)
 
-    def __init__(self, by_partition: dict[TopicPartition, list[ConsumerRecord]] | None = None) -> None:
-        self._by_partition = by_partition or {}
+    def __init__(self, by_partition: dict[TopicPartition, Any] | None = None) -> None:
+        self._by_partition: dict[TopicPartition, Any] = by_partition or {}
+
+    def _chunks(self) -> Iterator[list[ConsumerRecord]]:
+        for records in self._by_partition.values():
+            if type(records) is RecordParts:
+                yield from records.chunks()
+            else:
+                yield records
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        for records in self._by_partition.values():
-            yield from records
+        return chain.from_iterable(self._chunks())
+
+    def _list(self, tp: TopicPartition) -> list[ConsumerRecord]:
+        records = self._by_partition[tp]
+        if type(records) is RecordParts:
+            records = self._by_partition[tp] = records.as_list()
+        return records
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._by_partition.values())
@@ -73,15 +117,17 @@ class ConsumerRecords:
     def records(self, partition: TopicPartition | str) -> list[ConsumerRecord]:
         """Records of one partition; given a topic name, that topic's records."""
         if isinstance(partition, str):
-            return [r for tp, recs in self._by_partition.items() if tp.topic == partition
-                    for r in recs]
-        return self._by_partition.get(partition, [])
+            return [r for tp in list(self._by_partition) if tp.topic == partition
+                    for r in self._list(tp)]
+        if partition not in self._by_partition:
+            return []
+        return self._list(partition)
 
     def items(self) -> Any:
-        return self._by_partition.items()
+        return {tp: self._list(tp) for tp in list(self._by_partition)}.items()
 
     def __getitem__(self, partition: TopicPartition) -> list[ConsumerRecord]:
-        return self._by_partition[partition]
+        return self._list(partition)
 
     def __repr__(self) -> str:
         return f"ConsumerRecords({len(self)} records in {len(self._by_partition)} partitions)"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["RecordColumns", "decode_rows", "record_columns", "record_starts"]
+__all__ = ["RecordColumns", "decode_rows", "record_columns", "record_starts", "scan_rows"]
 
 _NEW: Final[Callable[..., Any]] = tuple.__new__
 _MAX_VARINT_SHIFT: Final = 28  # 5 bytes
@@ -61,27 +61,98 @@ def record_starts(data: bytes, start: int, end: int, count: int, out: list[int])
         raise ValueError(f"the declared {count} records end at byte {pos}, not {end}")
 
 
-def _headers(data: bytes, pos: int, count: int) -> tuple[list[tuple[str, bytes | None]], int]:
-    if count < 0:
-        raise ValueError(f"negative header count {count}")
+def _headers(data: bytes, pos: int, count: int, record_end: int
+             ) -> tuple[list[tuple[str, bytes | None]], int]:
     headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        klen, key_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        pos = _skip_headers(data, pos, 1, record_end)  # the checks, in one place
+        hkey = data[key_pos : key_pos + klen].decode("utf-8", "replace")
+        vlen, value_pos = _varint(data, key_pos + klen, _MAX_VARINT_SHIFT)
+        headers.append((hkey, None if vlen < 0 else data[value_pos : value_pos + vlen]))
+    return headers, pos
+
+
+def _record_fields(data: bytes, pos: int, end: int
+                   ) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """The record at ``pos`` (its length varint), which must end by ``end``: (record_end,
+    timestamp_delta, offset_delta, key_pos, key_len, value_pos, value_len, headers_pos,
+    header_count); a length of -1 is null.  The headers are left to the caller, which must find
+    them ending at record_end."""
+    length, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    record_end = pos + length
+    if length < 6 or record_end > end:
+        raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
+    ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
+    offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    key_len, key_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    pos = key_pos
+    if key_len >= 0:
+        pos += key_len
+        if pos > record_end:
+            raise ValueError(f"key length {key_len} runs past the end of the record")
+    elif key_len != -1:
+        raise ValueError(f"key length {key_len}")
+    value_len, value_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    pos = value_pos
+    if value_len >= 0:
+        pos += value_len
+        if pos > record_end:
+            raise ValueError(f"value length {value_len} runs past the end of the record")
+    elif value_len != -1:
+        raise ValueError(f"value length {value_len}")
+    header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    if header_count < 0:
+        raise ValueError(f"negative header count {header_count}")
+    return (record_end, ts_delta, offset_delta, key_pos, key_len, value_pos, value_len, pos,
+            header_count)
+
+
+def _skip_headers(data: bytes, pos: int, count: int, record_end: int) -> int:
     for _ in range(count):
         klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
         if klen < 0:
             raise ValueError(f"header key length {klen} (header keys cannot be null)")
-        if pos + klen > len(data):
-            raise ValueError(f"header key length {klen} runs past the records")
-        hkey = data[pos : pos + klen].decode("utf-8", "replace")
         pos += klen
+        if pos > record_end:
+            raise ValueError(f"header key length {klen} runs past the end of the record")
         vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        hvalue: bytes | None = None
         if vlen >= 0:
-            hvalue = data[pos : pos + vlen]
             pos += vlen
         elif vlen != -1:
             raise ValueError(f"header value length {vlen}")
-        headers.append((hkey, hvalue))
-    return headers, pos
+        if pos > record_end:
+            raise ValueError(f"header value length {vlen} runs past the end of the record")
+    return pos
+
+
+def _ends_at(pos: int, record_end: int) -> None:
+    if pos != record_end:
+        raise ValueError(f"a record's fields end at byte {pos}, its length at {record_end}")
+
+
+def scan_rows(data: bytes, pos: int, left: int, want: int, min_offset: int, base_offset: int
+              ) -> tuple[int, int, int, int]:
+    """What decode_rows with the same arguments would return, checked as it checks, without
+    building anything: (how many rows, the position after, records left, the last row's
+    offset or -1).  A poll hands out the rows it counts; they are built when iterated."""
+    taken = 0
+    last_offset = -1
+    end = len(data)
+    while left > 0 and taken < want:
+        (record_end, _ts, offset_delta, _kp, _kl, _vp, _vl, pos,
+         header_count) = _record_fields(data, pos, end)
+        if header_count:
+            pos = _skip_headers(data, pos, header_count, record_end)
+        _ends_at(pos, record_end)
+        left -= 1
+        offset = base_offset + offset_delta
+        if offset >= min_offset:
+            taken += 1
+            last_offset = offset
+    if left == 0 and pos != end:
+        raise ValueError(f"{end - pos} bytes remain after the declared records")
+    return taken, pos, left, last_offset
 
 
 def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
@@ -101,50 +172,25 @@ def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
     rows: list[Any] = []
     end = len(data)
     while left > 0 and len(rows) < want:
-        length, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        record_end = pos + length
-        if length < 6 or record_end > end:
-            raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
-        ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
-        offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        key_len, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        key: bytes | None = None
-        if key_len >= 0:
-            if pos + key_len > record_end:
-                raise ValueError(f"key length {key_len} runs past the end of the record")
-            key = data[pos : pos + key_len]
-            pos += key_len
-        elif key_len != -1:
-            raise ValueError(f"key length {key_len}")
-        value_len, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        value: bytes | None = None
-        if value_len >= 0:
-            if pos + value_len > record_end:
-                raise ValueError(f"value length {value_len} runs past the end of the record")
-            value = data[pos : pos + value_len]
-            pos += value_len
-        elif value_len != -1:
-            raise ValueError(f"value length {value_len}")
-        header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        (record_end, ts_delta, offset_delta, key_pos, key_len, value_pos, value_len, pos,
+         header_count) = _record_fields(data, pos, end)
         headers: tuple[tuple[str, bytes | None], ...] = ()  # shared: no allocation, no GC work
         if header_count:
-            found, pos = _headers(data, pos, header_count)
+            found, pos = _headers(data, pos, header_count, record_end)
             headers = tuple(found)
-        if pos != record_end:
-            raise ValueError(f"record declared {length} bytes but its fields take "
-                             f"{length + pos - record_end}")
+        _ends_at(pos, record_end)
         left -= 1
         offset = base_offset + offset_delta
         if offset < min_offset:
             continue  # returned before (a fetch from inside a batch)
-        stamp = append_time if append_time >= 0 else base_timestamp + ts_delta
-        key_size = -1 if key is None else key_len
-        value_size = -1 if value is None else value_len
+        key = None if key_len < 0 else data[key_pos : key_pos + key_len]
+        value = None if value_len < 0 else data[value_pos : value_pos + value_len]
         rows.append(_NEW(record_cls, (
-            topic, partition, offset, stamp, timestamp_type,
+            topic, partition, offset,
+            append_time if append_time >= 0 else base_timestamp + ts_delta, timestamp_type,
             key if key_fn is None else key_fn(topic, key),
             value if value_fn is None else value_fn(topic, value),
-            headers, key_size, value_size, epoch)))
+            headers, key_len, value_len, epoch)))
     if left == 0 and pos != end:
         raise ValueError(f"{end - pos} bytes remain after the declared records")
     return rows, pos, left
@@ -189,45 +235,24 @@ def record_columns(data: bytes, start: int, end: int, count: int, base_offset: i
     for _ in range(count):
         if pos >= end:
             raise ValueError(f"records end at byte {pos}, before the declared {count}")
-        length, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        record_end = pos + length
-        if length < 6 or record_end > end:
-            raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
-        ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
-        offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        if klen != -1 or out.key_pos:
-            if klen < -1:
-                raise ValueError(f"key length {klen}")
+        (record_end, ts_delta, offset_delta, key_pos, key_len, value_pos, vlen, pos,
+         header_count) = _record_fields(data, pos, end)
+        if key_len != -1 or out.key_pos:
             if not out.key_pos:
                 out.key_pos.extend([0] * out.count)
                 out.key_len.extend([-1] * out.count)
-            out.key_pos.append(pos)
-            out.key_len.append(klen)
-            if klen > 0:
-                pos += klen
-                if pos > record_end:
-                    raise ValueError(f"key length {klen} runs past the end of the record")
-        vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        value_steps.append(pos - last_value)
-        last_value = pos
+            out.key_pos.append(key_pos)
+            out.key_len.append(key_len)
+        value_steps.append(value_pos - last_value)
+        last_value = value_pos
         value_len.append(vlen)
-        if vlen >= 0:
-            pos += vlen
-            if pos > record_end:
-                raise ValueError(f"value length {vlen} runs past the end of the record")
-        elif vlen != -1:
-            raise ValueError(f"value length {vlen}")
-        header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
         if header_count or out.header_counts:
             if not out.header_counts:
                 out.header_counts.extend([0] * out.count)
             out.header_counts.append(header_count)
             if header_count:
                 pos = _header_columns(data, pos, header_count, record_end, out)
-        if pos != record_end:
-            raise ValueError(f"record declared {length} bytes but its fields take "
-                             f"{length + pos - record_end}")
+        _ends_at(pos, record_end)
         offset = base_offset + offset_delta
         if out.offsets:
             out.offsets.append(offset)
@@ -244,26 +269,14 @@ def record_columns(data: bytes, start: int, end: int, count: int, base_offset: i
 
 
 def _header_columns(data: bytes, pos: int, count: int, record_end: int, out: RecordColumns) -> int:
-    if count < 0:
-        raise ValueError(f"negative header count {count}")
     if count * 2 > record_end - pos:  # two bytes a header at least
         raise ValueError(f"header count {count} does not fit the record")
     for _ in range(count):
-        klen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        if klen < 0:
-            raise ValueError(f"header key length {klen} (header keys cannot be null)")
-        out.header_key_pos.append(pos)
+        klen, key_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+        pos = _skip_headers(data, pos, 1, record_end)  # the checks, in one place
+        vlen, value_pos = _varint(data, key_pos + klen, _MAX_VARINT_SHIFT)
+        out.header_key_pos.append(key_pos)
         out.header_key_len.append(klen)
-        pos += klen
-        if pos > record_end:
-            raise ValueError(f"header key length {klen} runs past the end of the record")
-        vlen, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-        out.header_value_pos.append(pos)
+        out.header_value_pos.append(value_pos)
         out.header_value_len.append(vlen)
-        if vlen >= 0:
-            pos += vlen
-        elif vlen != -1:
-            raise ValueError(f"header value length {vlen}")
-        if pos > record_end:
-            raise ValueError(f"header value length {vlen} runs past the end of the record")
     return pos

@@ -166,3 +166,37 @@ def test_a_partition_at_its_end_does_not_hold_up_the_buffered_ones(
             if len(got) == 41:
                 break
     assert sorted((r.partition, r.offset) for r in got) == [(0, i) for i in range(40)] + [(1, 0)]
+
+
+def test_a_large_poll_builds_its_records_as_they_are_iterated(
+        broker: Broker, produce: Callable[..., None]) -> None:
+    """A poll of more than a chunk (500) hands out RecordSpans, built when iterated: iterating,
+    records(tp), [tp], items() and len() all see the same records, positions move at poll()."""
+    topic = new_topic("large-poll")
+    produce(topic, [{"value": b"%d" % i, "key": b"k" if i % 7 else None, "partition": i % 3,
+                     "headers": [("h", b"%d" % i)] if i % 5 == 0 else None}
+                    for i in range(6000)])
+    with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as c:
+        tps = [TopicPartition(topic, p) for p in range(3)]
+        c.assign(tps)
+        seen: list[Any] = []
+        for _ in range(50):
+            records = c.poll(1.0, max_records=6000)
+            if not records:
+                continue
+            n = len(records)
+            iterated = list(records)
+            assert len(iterated) == n
+            by_tp = {tp: records.records(tp) for tp in records.partitions()}
+            assert [r for tp in by_tp for r in by_tp[tp]] == iterated
+            assert dict(records.items()) == by_tp and all(records[tp] == by_tp[tp] for tp in by_tp)
+            for tp, rs in by_tp.items():
+                assert c.position(tp) == rs[-1].offset + 1
+            seen += iterated
+            if len(seen) == 6000:
+                break
+    assert sorted(int(r.value) for r in seen) == list(range(6000))
+    for r in seen:
+        i = int(r.value)
+        assert (r.key, r.headers) == (b"k" if i % 7 else None, (("h", r.value),) if i % 5 == 0 else ())
+        assert r.serialized_key_size == (1 if i % 7 else -1)
