@@ -23,9 +23,7 @@ Settings (printed with the results):
   queued and waits fetch.queue.backoff.ms before the next fetch -- 1000 ms by default
   (CONFIGURATION.md; the setting came in librdkafka 2.1), which leaves the consumer idle most
   of the time in a bench that drains the queue faster than that;
-* samsa: poll() with max_records=10000; poll_arrow() with max_records=10000;
-  receive.buffer.bytes=-1 (the OS's autotuned socket buffer, as librdkafka's default
-  socket.receive.buffer.bytes=0, instead of Java's 64 KiB);
+* samsa: its defaults, poll() with max_records=10000; poll_arrow() with max_records=10000;
 * kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.
 
 Prints per client and broker: records/s, MB/s, CPU seconds, and records/s relative to
@@ -51,10 +49,10 @@ VALUE_SIZE = 100
 CLIENTS = ("samsa", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
 MAX_RECORDS = 10_000  # samsa's max_records per poll, confluent-kafka's consume() batch
 CONFLUENT_SETTINGS = {"fetch.queue.backoff.ms": 10}
-SAMSA_SETTINGS: dict[str, Any] = {"receive.buffer.bytes": -1}
+SAMSA_SETTINGS: dict[str, Any] = {}  # its defaults (Java's): max.partition.fetch.bytes 1 MiB, ...
 SETTINGS = {
-    "samsa": f"receive.buffer.bytes=-1, poll(1.0, max_records={MAX_RECORDS})",
-    "samsa-arrow": f"receive.buffer.bytes=-1, poll_arrow(1.0, max_records={MAX_RECORDS})",
+    "samsa": f"defaults, poll(1.0, max_records={MAX_RECORDS})",
+    "samsa-arrow": f"defaults, poll_arrow(1.0, max_records={MAX_RECORDS})",
     "confluent": f"fetch.queue.backoff.ms=10, consume({MAX_RECORDS}, 1.0)",
     "kafka-python": "defaults, poll(timeout_ms=1000)",
     "aiokafka": "defaults, getmany(timeout_ms=1000)",
