@@ -23,7 +23,8 @@ Settings (printed with the results):
   queued and waits fetch.queue.backoff.ms before the next fetch -- 1000 ms by default
   (CONFIGURATION.md; the setting came in librdkafka 2.1), which leaves the consumer idle most
   of the time in a bench that drains the queue faster than that;
-* samsa: its defaults, poll() with max_records=10000; poll_arrow() with max_records=10000;
+* samsa: its defaults, poll() with max_records=10000 and (samsa-500) 500, poll_arrow() with
+  max_records=10000;
 * kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.
 
 Prints per client and broker: records/s, MB/s, CPU seconds, and records/s relative to
@@ -46,12 +47,13 @@ from contextlib import contextmanager
 from typing import Any
 
 VALUE_SIZE = 100
-CLIENTS = ("samsa", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
+CLIENTS = ("samsa", "samsa-500", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
 MAX_RECORDS = 10_000  # samsa's max_records per poll, confluent-kafka's consume() batch
 CONFLUENT_SETTINGS = {"fetch.queue.backoff.ms": 10}
 SAMSA_SETTINGS: dict[str, Any] = {}  # its defaults (Java's): max.partition.fetch.bytes 1 MiB, ...
 SETTINGS = {
     "samsa": f"defaults, poll(1.0, max_records={MAX_RECORDS})",
+    "samsa-500": "defaults, poll(1.0) (max.poll.records 500)",
     "samsa-arrow": f"defaults, poll_arrow(1.0, max_records={MAX_RECORDS})",
     "confluent": f"fetch.queue.backoff.ms=10, consume({MAX_RECORDS}, 1.0)",
     "kafka-python": "defaults, poll(timeout_ms=1000)",
@@ -86,7 +88,14 @@ class Clock:
 
 
 
-def run_samsa(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, Any]:
+def run_samsa_500(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, Any]:
+    """poll() at the default max.poll.records (500): per record it should cost about what a
+    poll of 10,000 costs."""
+    return run_samsa(bootstrap, topic, n, partitions, max_records=500)
+
+
+def run_samsa(bootstrap: str, topic: str, n: int, partitions: int,
+              max_records: int = MAX_RECORDS) -> dict[str, Any]:
     from samsa.consumer import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", **SAMSA_SETTINGS})
@@ -96,7 +105,7 @@ def run_samsa(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, 
     count = nbytes = 0
     poll = consumer.poll
     while count < n:
-        for record in poll(1.0, max_records=MAX_RECORDS):
+        for record in poll(1.0, max_records=max_records):
             nbytes += len(record.value)
             count += 1
         clock.polled(count, nbytes)
@@ -200,7 +209,7 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, partitions: int) -> dict[st
     return asyncio.run(main())
 
 
-WORKERS = {"samsa": run_samsa, "samsa-arrow": run_samsa_arrow, "confluent": run_confluent, "kafka-python": run_kafka_python,
+WORKERS = {"samsa": run_samsa, "samsa-500": run_samsa_500, "samsa-arrow": run_samsa_arrow, "confluent": run_confluent, "kafka-python": run_kafka_python,
            "aiokafka": run_aiokafka}
 
 
