@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from crc32c import crc32c
 
@@ -61,8 +61,11 @@ DEFAULT_BATCH_SIZE_LIMIT = 16384
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC = struct.Struct(">I")
-_EMPTY_HEADERS = b"\x00"
-_NULL = b"\x01"  # varint -1: null key / value / header value
+_EMPTY_HEADERS: Final = b"\x00"
+_NULL: Final = b"\x01"  # varint -1: null key / value / header value
+# SMALL_VARINT_LIMIT as a literal, which compiled code inlines (checked below).
+_SMALL_LIMIT: Final = 1 << 14
+assert _SMALL_LIMIT == SMALL_VARINT_LIMIT
 
 
 def encode_headers(headers: Sequence[Header]) -> bytes:
@@ -196,27 +199,29 @@ class RecordBatchBuilder:
             self._base_timestamp = self._max_timestamp = timestamp_ms
             delta = 0
         # Small varints (deltas, lengths) come from a table: no encoding call per record.
-        ts_bytes = SMALL_VARINTS[delta] if 0 <= delta < SMALL_VARINT_LIMIT else encode_varlong(delta)
-        od_bytes = SMALL_VARINTS[count] if count < SMALL_VARINT_LIMIT else encode_varint(count)
+        # Bound once: compiled, each use of an imported name is a lookup in the module's dict.
+        small = SMALL_VARINTS
+        ts_bytes = small[delta] if 0 <= delta < _SMALL_LIMIT else encode_varlong(delta)
+        od_bytes = small[count] if count < _SMALL_LIMIT else encode_varint(count)
         if key is None:
             key_len = _NULL
             key = b""
         else:
             n = len(key)
-            key_len = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+            key_len = small[n] if n < _SMALL_LIMIT else encode_varint(n)
         if value is None:
             value_len = _NULL
             value = b""
         else:
             n = len(value)
-            value_len = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+            value_len = small[n] if n < _SMALL_LIMIT else encode_varint(n)
         # One formatting op builds the record (%b takes any buffer, bytearray/memoryview too).
         record = b"\x00%b%b%b%b%b%b%b" % (  # type: ignore[str-format]
             ts_bytes, od_bytes, key_len, key, value_len, value,
             encode_headers(headers) if headers else _EMPTY_HEADERS,
         )
         n = len(record)
-        length = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+        length = small[n] if n < _SMALL_LIMIT else encode_varint(n)
         buf = self._buf
         # 5 = the widest length varint: below the soft limit the record surely fits.
         if count and len(buf) + n + 5 > self._soft_limit and not self._fits(n + len(length)):
