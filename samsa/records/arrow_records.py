@@ -8,11 +8,11 @@ A v2 record (Kafka's DefaultRecord, protocol guide "Record") is::
 Everything from keyLength on depends on the row alone: :class:`ArrowRecords` builds it once
 per call for every row (the "tail", one ``binary_join_element_wise``).  The head depends on
 the batch the row lands in (its base timestamp and record count), so :meth:`ArrowRecords.append_to`
-works out with numpy how many rows the builder still takes (Java's
-MemoryRecordsBuilder.hasRoomFor, also for compressed batches' estimated ratio), encodes those
-rows' heads as varint arrays and joins heads and tails into one buffer that
-``RecordBatchBuilder.append_encoded`` takes as is.  The bytes are those ``append`` writes
-record by record.  Needs pyarrow and numpy (the ``arrow`` extra).
+hands the tails to ``RecordBatchBuilder.append_tails``, whose compiled loop adds each row's head
+while the batch has room (Java's MemoryRecordsBuilder.hasRoomFor, also for compressed
+batches' estimated ratio): a batch costs a few microseconds, not a dozen numpy and Arrow calls.
+The bytes are those ``append`` writes record by record.  Needs pyarrow and numpy (the
+``arrow`` extra).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import pyarrow.compute as pc
 
 from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
 from samsa.records.builder import RecordBatchBuilder
-from samsa.records.varint import encode_varint, encode_varlong
 
 __all__ = ["ArrowRecords", "as_binary", "encode_varints", "upper_bounds"]
 
@@ -35,12 +34,7 @@ _ZERO = pa.scalar(b"\x00", _LB)  # attributes; also headerCount 0
 _NULL = pa.scalar(b"\x01", _LB)  # varint -1: null key / value
 # Zig-zag values below this are looked up (a take) rather than encoded.
 _TABLE_LIMIT = 1 << 15
-# Offset deltas below this are a slice of a table of their encodings.
-_COUNT_LIMIT = 1 << 17
 _tables: dict[str, pa.Array] = {}
-_size_tables: dict[str, np.ndarray] = {}
-# The widest head: length 5, attributes 1, timestamp delta 10, offset delta 5.
-_HEAD_MAX = 21
 
 
 def _zigzag(values: np.ndarray) -> np.ndarray:
@@ -82,25 +76,9 @@ def _leb128(z: np.ndarray) -> pa.Array:
 
 def _table(name: str) -> pa.Array:
     table = _tables.get(name)
-    if table is None:
-        if name == "leb128":  # entry z: LEB128 of z
-            table = _leb128(np.arange(_TABLE_LIMIT, dtype=np.uint64))
-        else:  # entry c: the zig-zag varint of c (offset deltas)
-            table = _leb128(_zigzag(np.arange(_COUNT_LIMIT, dtype=np.int64)))
-        _tables[name] = table
+    if table is None:  # "leb128": entry z is the LEB128 of z
+        table = _tables[name] = _leb128(np.arange(_TABLE_LIMIT, dtype=np.uint64))
     return table
-
-
-def _count_sizes() -> np.ndarray:
-    """Entry c: bytes of the zig-zag varint of c, for 0 <= c < _COUNT_LIMIT."""
-    sizes = _size_tables.get("count")
-    if sizes is None:
-        sizes = _size_tables["count"] = _sizes(_zigzag(np.arange(_COUNT_LIMIT, dtype=np.int64)))
-    return sizes
-
-
-def _scalar(data: bytes) -> pa.Scalar:
-    return pa.scalar(data, _LB)
 
 
 def encode_varints(values: np.ndarray) -> pa.Array:
@@ -109,10 +87,6 @@ def encode_varints(values: np.ndarray) -> pa.Array:
     if len(z) and int(z.max()) < _TABLE_LIMIT:
         return _table("leb128").take(z)
     return _leb128(z)
-
-
-def _varint_sizes(values: np.ndarray) -> np.ndarray:
-    return _sizes(_zigzag(values))
 
 
 def as_binary(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
@@ -191,8 +165,8 @@ class ArrowRecords:
     an int64 array.  Rows are appended in order by :meth:`append_to`.
     """
 
-    __slots__ = ("_min_prefix", "_stamps", "_tail_sizes", "_tails", "bounds", "constant_timestamp",
-                 "key_sizes", "value_sizes")
+    __slots__ = ("_stamp_list", "_stamps", "_tail_bytes", "_tail_offsets", "_tail_sizes", "_tails",
+                 "bounds", "constant_timestamp", "key_sizes", "value_sizes")
 
     def __init__(self, keys: pa.Array | None, values: pa.Array, headers: pa.Array | None,
                  timestamps_ms: int | np.ndarray) -> None:
@@ -212,11 +186,10 @@ class ArrowRecords:
         self._tails = tails = pc.binary_join_element_wise(
             *key_part, encode_varints(vlen), pc.fill_null(values, _EMPTY), header_bytes, _EMPTY)
         offsets = np.frombuffer(tails.buffers()[1], np.int64, n + 1, tails.offset * 8)
-        self._tail_sizes = sizes = np.diff(offsets)
-        # Prefix sums of each row's smallest possible size (head of 4 one-byte varints): bounds
-        # how many rows a batch could still take before sizing them exactly.
-        self._min_prefix = np.zeros(n + 1, np.int64)
-        np.cumsum(sizes + 4, out=self._min_prefix[1:])
+        self._tail_sizes = np.diff(offsets)
+        self._tail_bytes: bytes | None = None
+        self._tail_offsets: list[int] = []
+        self._stamp_list: list[int] | None = None
         if isinstance(timestamps_ms, (int, np.integer)):
             self.constant_timestamp: int | None = int(timestamps_ms)
             self._stamps: np.ndarray | None = None
@@ -232,67 +205,22 @@ class ArrowRecords:
 
     def append_to(self, builder: RecordBatchBuilder, start: int, end: int) -> int:
         """Append rows ``start`` .. ``end - 1`` to ``builder`` until one does not fit (the
-        first row of an empty batch always does); returns the first row not appended."""
+        first row of an empty batch always does); returns the first row not appended.  The
+        builder's compiled loop (append_tails) adds each row's head -- length, attributes,
+        timestamp and offset deltas -- to its encoded tail, checking room as append() does."""
         if start >= end:
             return start
-        count = builder.record_count
-        used = builder.uncompressed_size
-        limit = builder.batch_size_limit
-        ratio = builder.estimated_compression_ratio
-        # Bytes the rows before the last one that fits can add at most (every head at its
-        # narrowest): hasRoomFor needs estimate(used + before) < limit + 1.
-        if ratio is None or ratio >= 1.0:
-            room = limit - used
+        if self._tail_bytes is None:  # once per call: the loop reads bytes and lists
+            tails = self._tails
+            self._tail_bytes = tails.buffers()[2].to_pybytes() if len(tails) else b""
+            self._tail_offsets = np.frombuffer(tails.buffers()[1], np.int64, len(tails) + 1,
+                                               tails.offset * 8).tolist()
+        stamps: int | list[int]
+        if self._stamps is None:
+            assert self.constant_timestamp is not None
+            stamps = self.constant_timestamp
         else:
-            room = int((limit - RECORD_BATCH_OVERHEAD + 1) / ratio) - (used - RECORD_BATCH_OVERHEAD) + 1
-        window = int(np.searchsorted(self._min_prefix, self._min_prefix[start] + max(room, 0), "right"))
-        stop = min(end, max(window, start + 1))
-        base = builder.base_timestamp
-        stamps = self._stamps
-        k = stop - start
-        if count + k <= _COUNT_LIMIT:
-            od_sizes = _count_sizes()[count:count + k]
-        else:
-            od_sizes = _varint_sizes(np.arange(count, count + k, dtype=np.int64))
-        ts_bytes: bytes | None = None
-        if stamps is None:
-            # One timestamp for every row: one delta, encoded once.
-            first_ts = max_ts = self.timestamp(start)
-            ts_bytes = encode_varlong(first_ts - (first_ts if base is None else base))
-            body = (1 + len(ts_bytes)) + od_sizes + self._tail_sizes[start:stop]
-        else:
-            chunk = stamps[start:stop]
-            first_ts = int(chunk[0])
-            ts_delta = chunk - (first_ts if base is None else base)
-            body = 1 + _varint_sizes(ts_delta) + od_sizes + self._tail_sizes[start:stop]
-        top = int(body.max())
-        len_sizes = _count_sizes()[body] if top < _COUNT_LIMIT else _varint_sizes(body)
-        added = len_sizes + body
-        before = used + np.cumsum(added) - added
-        if ratio is None:
-            fits = before + added <= limit
-        else:
-            estimated = RECORD_BATCH_OVERHEAD + ((before - RECORD_BATCH_OVERHEAD) * ratio).astype(np.int64)
-            fits = estimated + added <= limit
-        if count == 0:
-            fits[0] = True
-        if not fits.all():
-            k = int(np.argmin(fits))
-            stop = start + k
-            if k == 0:
-                return start
-            body, added = body[:k], added[:k]
-        if stamps is not None:
-            ts_delta = ts_delta[:k]
-            max_ts = int(stamps[start:stop].max())
-        ts_part = _scalar(ts_bytes) if ts_bytes is not None else encode_varints(ts_delta)
-        od_part = (_table("count").slice(count, k) if count + k <= _COUNT_LIMIT
-                   else encode_varints(np.arange(count, count + k, dtype=np.int64)))
-        lo = int(body.min())
-        len_part = _scalar(encode_varint(lo)) if lo == top else encode_varints(body)
-        joined = pc.binary_join_element_wise(len_part, _ZERO, ts_part, od_part,
-                                             self._tails.slice(start, k), _EMPTY)
-        total = int(added.sum())
-        data = joined.buffers()[2]
-        builder.append_encoded(memoryview(data)[:total], k, first_ts, max_ts)
-        return stop
+            if self._stamp_list is None:
+                self._stamp_list = self._stamps.tolist()
+            stamps = self._stamp_list
+        return builder.append_tails(self._tail_bytes, self._tail_offsets, start, end, stamps)

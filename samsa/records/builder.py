@@ -327,6 +327,72 @@ class RecordBatchBuilder:
         )
         return i
 
+    def append_tails(self, tails: bytes, offsets: list[int], start: int, end: int,
+                     timestamps: int | list[int]) -> int:
+        """Append records ``start`` .. ``end - 1`` whose key, value and headers are already
+        encoded (record i's are ``tails[offsets[i]:offsets[i + 1]]``: key length, key, value
+        length, value, header count, headers), until one does not fit, as :meth:`append_many`:
+        returns the index of the first record not appended.  ``timestamps``: one for every
+        record or one each (send_arrow's columns, samsa.records.arrow_records)."""
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that has been built")
+        if start >= end:
+            return start
+        count = self._count
+        constant_ts = isinstance(timestamps, int)
+        if not count:
+            first = timestamps if isinstance(timestamps, int) else timestamps[start]
+            self._base_timestamp = self._max_timestamp = first
+        base_ts = self._base_timestamp
+        max_ts = self._max_timestamp
+        small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
+        ts = 0
+        ts_bytes = b""
+        if isinstance(timestamps, int):
+            ts = timestamps
+            delta = ts - base_ts
+            ts_bytes = small[delta] if 0 <= delta < small_limit else encode_varlong(delta)
+            max_ts = max(max_ts, ts)  # once per call
+        buf = self._buf
+        size = len(buf)
+        limit = self.batch_size_limit
+        soft = self._soft_limit
+        ratio = self._estimated_ratio
+        i = start
+        while i < end:
+            if not constant_ts:
+                ts = timestamps[i]  # type: ignore[index]
+                delta = ts - base_ts
+                ts_bytes = small[delta] if 0 <= delta < small_limit else encode_varlong(delta)
+            od_bytes = small[count] if count < small_limit else encode_varint(count)
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            n = 1 + len(ts_bytes) + len(od_bytes) + hi - lo
+            length = small[n] if n < small_limit else encode_varint(n)
+            if count and size + n + 5 > soft:
+                # Java's hasRoomFor (as _fits), with the size kept in a local.
+                added = n + len(length)
+                used = size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+                if used + added > limit:
+                    break
+            buf += length
+            buf += _ATTRIBUTES
+            buf += ts_bytes
+            buf += od_bytes
+            buf += tails[lo:hi]
+            if not constant_ts and ts > max_ts:  # only records that fit count
+                max_ts = ts
+            size += len(length) + n
+            count += 1
+            i += 1
+        if i > start:
+            self._max_timestamp = max_ts
+        self._count = count
+        self.estimated_size = (
+            size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+        )
+        return i
+
     def append_encoded(
         self, records: bytes | bytearray | memoryview, count: int, first_timestamp_ms: int, max_timestamp_ms: int
     ) -> None:

@@ -78,7 +78,7 @@ row = st.tuples(
     st.none() | st.binary(max_size=20),  # key: null, empty or bytes
     st.none() | st.text(max_size=30),  # value: unicode strings, null, empty
     # (confluent-kafka reads header keys as C strings: no NUL in them)
-    st.lists(st.tuples(st.text(st.characters(exclude_characters="\x00"), max_size=8),
+    st.lists(st.tuples(st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8),
                        st.none() | st.binary(max_size=10)), max_size=3),
     st.none() | st.integers(0, 10**6),  # timestamp delta in ms; null: now
     st.none() | st.integers(0, PARTITIONS - 1),  # explicit partition

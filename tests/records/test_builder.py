@@ -27,7 +27,7 @@ from samsa.records import (
 from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
 from samsa.records.builder import encode_headers, record_size
 from samsa.records.compression import compress
-from samsa.records.varint import SMALL_VARINT_LIMIT
+from samsa.records.varint import SMALL_VARINT_LIMIT, encode_varint
 from tests.broker.log.test_validator import compiler_present
 
 from .strategies import BASE_TS, codecs, records
@@ -252,6 +252,42 @@ def test_append_many_matches_append_one_by_one(records: list, codec: Compression
     assert stop == taken
     assert many.estimated_size == one.estimated_size
     assert many.build() == one.build()
+
+
+def tails_of(records: list) -> tuple[bytes, list[int]]:
+    """Each record's key, value and headers as append() encodes them (what send_arrow's
+    columns give append_tails), concatenated, and where each starts."""
+    tails, offsets = b"", [0]
+    for _ts, key, value, hdrs in records:
+        for field in (key, value):
+            tails += encode_varint(-1) if field is None else encode_varint(len(field)) + field
+        tails += encode_headers(hdrs or [])
+        offsets.append(len(tails))
+    return b"\x7f" + tails, [o + 1 for o in offsets]  # not at 0: offsets are positions
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=records, codec=codecs, limit=st.integers(min_value=100, max_value=20_000),
+       constant_ts=st.booleans())
+def test_append_tails_matches_append_one_by_one(records: list, codec: Compression, limit: int,
+                                               constant_ts: bool) -> None:
+    """send_arrow's path: the same bytes and the same stopping record as append()."""
+    stamps = [r[0] for r in records]
+    one = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    tailed = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    taken = 0
+    for i, (ts, key, value, hdrs) in enumerate(records):
+        if one.append(BASE_TS if constant_ts else ts, key, value, hdrs or None) is None:
+            break
+        taken += 1
+    tails, offsets = tails_of(records)
+    half = len(records) // 2
+    stop = tailed.append_tails(tails, offsets, 0, half, BASE_TS if constant_ts else stamps)
+    if stop == half:
+        stop = tailed.append_tails(tails, offsets, half, len(records), BASE_TS if constant_ts else stamps)
+    assert stop == taken
+    assert tailed.estimated_size == one.estimated_size
+    assert tailed.build() == one.build()
 
 
 def test_append_many_without_keys_headers_or_timestamps() -> None:
