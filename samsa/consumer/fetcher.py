@@ -48,7 +48,14 @@ from samsa.errors import (
 from samsa.net import ClientRequest, ClientResponse, NetworkClient
 from samsa.net.cluster import Node, TopicPartition
 from samsa.protocol import FetchRequest, ListOffsetsRequest
-from samsa.records import AnyBatch, ControlRecordType, RecordBatch, TimestampType, iter_batches
+from samsa.records import (
+    AnyBatch,
+    ControlRecordType,
+    RecordBatch,
+    TimestampType,
+    iter_batches,
+    record_loops,
+)
 from samsa.records.batch import iter_records
 from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressedSizeError
 from samsa.records.record_loops import decode_rows, scan_rows
@@ -64,6 +71,7 @@ LIST_OFFSETS_MIN_VERSION, LIST_OFFSETS_MAX_VERSION = 1, 7
 _new = tuple.__new__
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 _CHUNK = 500  # records a RecordSpan builds at a time (max.poll.records' default)
+compiled_loops = not (record_loops.__file__ or "").endswith(".py")  # setup.py's mypyc build
 # Errors after which the partition's leader must be looked up again.
 _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not leader, replica n/a,
 #                                              fenced/unknown leader epoch, unknown topic id
@@ -247,8 +255,9 @@ class CompletedFetch:
 
     def _rows_of(self, batch: AnyBatch) -> Iterator[Any] | _RowCursor:
         """What take() reads the batch's records from: a v2 batch through the compiled loop of
-        samsa.records.record_loops, others as Record tuples."""
-        if type(batch) is RecordBatch and not batch.has_cached_records:
+        samsa.records.record_loops, others (and every batch where that loop is not compiled:
+        as plain Python, iter_records' inlined varints are faster) as Record tuples."""
+        if type(batch) is RecordBatch and not batch.has_cached_records and compiled_loops:
             try:
                 section = batch.records_section(max_decompressed_bytes=self.max_decompressed_bytes)
             except CorruptRecordError as exc:

@@ -10,6 +10,7 @@ import pytest
 
 from samsa.broker import Broker
 from samsa.consumer import KafkaConsumer, OffsetAndTimestamp, TopicPartition
+from samsa.consumer import fetcher as fetcher_module
 from samsa.records import TimestampType
 
 _topic_ids = itertools.count()
@@ -28,8 +29,17 @@ def consume_all(consumer: KafkaConsumer, n: int, max_polls: int = 200) -> list[A
     return out
 
 
+@pytest.fixture(params=["compiled loops", "plain Python"])
+def record_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways v2 records are read: record_loops (compiled by setup.py where it can be) and
+    iter_records, which the consumer uses where record_loops is not compiled."""
+    if request.param == "plain Python":
+        monkeypatch.setattr(fetcher_module, "compiled_loops", False)
+
+
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_round_trip_every_codec(broker: Broker, produce: Callable[..., None], codec: str) -> None:
+def test_round_trip_every_codec(broker: Broker, produce: Callable[..., None], codec: str,
+                                record_reader: None) -> None:
     topic = new_topic(f"codec-{codec}")
     records = [{"key": f"k{i}".encode(), "value": f"value-{i}".encode() * 3, "partition": i % 3,
                     "headers": [("h", f"{i}".encode()), ("n", None)], "timestamp": 1_700_000_000_000 + i}
