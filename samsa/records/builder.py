@@ -274,7 +274,6 @@ class RecordBatchBuilder:
             max_ts = max(max_ts, timestamps)  # once per call
         buf = self._buf
         size = len(buf)
-        limit = self.batch_size_limit
         soft = self._soft_limit
         ratio = self._estimated_ratio
         small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
@@ -306,12 +305,9 @@ class RecordBatchBuilder:
             ))
             n = len(record)
             length = small[n] if n < small_limit else encode_varint(n)
-            if count and size + n + 5 > soft:
-                # Java's hasRoomFor (as _fits), with the size kept in a local.
-                added = n + len(length)
-                used = size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
-                if used + added > limit:
-                    break
+            # 5 = the widest length varint: below the soft limit the record surely fits.
+            if count and size + n + 5 > soft and not self._fits(n + len(length)):
+                break
             buf += length
             buf += record
             if not constant_ts and ts > max_ts:  # only records that fit count
@@ -355,7 +351,6 @@ class RecordBatchBuilder:
             max_ts = max(max_ts, ts)  # once per call
         buf = self._buf
         size = len(buf)
-        limit = self.batch_size_limit
         soft = self._soft_limit
         ratio = self._estimated_ratio
         i = start
@@ -369,12 +364,9 @@ class RecordBatchBuilder:
             hi = offsets[i + 1]
             n = 1 + len(ts_bytes) + len(od_bytes) + hi - lo
             length = small[n] if n < small_limit else encode_varint(n)
-            if count and size + n + 5 > soft:
-                # Java's hasRoomFor (as _fits), with the size kept in a local.
-                added = n + len(length)
-                used = size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
-                if used + added > limit:
-                    break
+            # 5 = the widest length varint: below the soft limit the record surely fits.
+            if count and size + n + 5 > soft and not self._fits(n + len(length)):
+                break
             buf += length
             buf += _ATTRIBUTES
             buf += ts_bytes

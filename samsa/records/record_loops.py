@@ -73,6 +73,20 @@ def _headers(data: bytes, pos: int, count: int, record_end: int
     return headers, pos
 
 
+def _sized(data: bytes, pos: int, record_end: int, what: str) -> tuple[int, int, int]:
+    """A varint length (-1: null) and the bytes it counts, inside the record: (length, start,
+    end)."""
+    length, start = _varint(data, pos, _MAX_VARINT_SHIFT)
+    if length >= 0:
+        end = start + length
+        if end > record_end:
+            raise ValueError(f"{what} length {length} runs past the end of the record")
+        return length, start, end
+    if length != -1:
+        raise ValueError(f"{what} length {length}")
+    return length, start, start
+
+
 def _record_fields(data: bytes, pos: int, end: int
                    ) -> tuple[int, int, int, int, int, int, int, int, int]:
     """The record at ``pos`` (its length varint), which must end by ``end``: (record_end,
@@ -85,22 +99,8 @@ def _record_fields(data: bytes, pos: int, end: int
         raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
     ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
     offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-    key_len, key_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-    pos = key_pos
-    if key_len >= 0:
-        pos += key_len
-        if pos > record_end:
-            raise ValueError(f"key length {key_len} runs past the end of the record")
-    elif key_len != -1:
-        raise ValueError(f"key length {key_len}")
-    value_len, value_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-    pos = value_pos
-    if value_len >= 0:
-        pos += value_len
-        if pos > record_end:
-            raise ValueError(f"value length {value_len} runs past the end of the record")
-    elif value_len != -1:
-        raise ValueError(f"value length {value_len}")
+    key_len, key_pos, pos = _sized(data, pos, record_end, "key")
+    value_len, value_pos, pos = _sized(data, pos, record_end, "value")
     header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
     if header_count < 0:
         raise ValueError(f"negative header count {header_count}")

@@ -5,12 +5,9 @@ pure-Python source, loaded under another name, as tests/broker/log/test_validato
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -18,44 +15,19 @@ import pytest
 from samsa.errors import KafkaTimeoutError, NotLeaderOrFollowerError
 from samsa.producer import future
 from samsa.producer.future import ProduceRequestResult, RecordFuture, RecordMetadata
-from tests.broker.log.test_validator import compiler_present
-
-SOURCE = Path(future.__file__ or "").with_name("future.py")
-COMPILED = not (future.__file__ or "").endswith(".py")
-
-
-def load_source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("samsa.producer._future_source", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support.compiled_modules import both_builds, check_compiled_in_use
 
 
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
 def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    if request.param == "installed":
-        module = future
-    elif COMPILED:
-        module = load_source()
-    else:
-        pytest.skip("the installed future module is its pure-Python source (not compiled)")
-    with pytest.MonkeyPatch.context() as patch:
+    with both_builds(request, future) as module, pytest.MonkeyPatch.context() as patch:
         for name in ("ProduceRequestResult", "RecordFuture", "RecordMetadata"):
             patch.setitem(globals(), name, getattr(module, name))
         yield module
 
 
 def test_the_compiled_futures_are_in_use_where_they_can_be_built() -> None:
-    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
-        pytest.skip("SAMSA_COMPILE=0: the pure-Python future module is expected")
-    if not compiler_present():
-        pytest.skip("no mypyc or no C compiler: the pure-Python future module is expected")
-    assert COMPILED, (f"samsa.producer.future runs from {future.__file__}, not compiled: "
-                      "reinstall (pip install -e . / make) and read setup.py's warning")
-    assert Path(future.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
-        f"{future.__file__} is older than {SOURCE}: a stale build shadows the source; "
-        "reinstall (pip install -e . / make)")
+    check_compiled_in_use(future)
 
 
 def make(n: int = 3, ts: int = 1000) -> tuple[ProduceRequestResult, list[RecordFuture]]:

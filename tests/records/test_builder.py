@@ -3,11 +3,8 @@
 Every test runs against the installed module (compiled by setup.py where it can be) and its
 pure-Python source, loaded under another name, as tests/broker/log/test_validator.py does."""
 
-import importlib.util
-import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -28,49 +25,25 @@ from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
 from samsa.records.builder import encode_headers, record_size
 from samsa.records.compression import compress
 from samsa.records.varint import SMALL_VARINT_LIMIT, encode_varint
-from tests.broker.log.test_validator import compiler_present
+from tests.support.compiled_modules import both_builds, check_compiled_in_use
 
 from .strategies import BASE_TS, codecs, records
 from .strategies import headers as header_lists
 
-SOURCE = Path(builder.__file__ or "").with_name("builder.py")
-COMPILED = not (builder.__file__ or "").endswith(".py")
 # The names these tests call, taken from the implementation under test by the fixture below.
 _API = ("RecordBatchBuilder", "encode_headers", "record_size", "with_producer_state")
 
 
-def load_source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("samsa.records._builder_source", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
 def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    if request.param == "installed":
-        module = builder
-    elif COMPILED:
-        module = load_source()
-    else:
-        pytest.skip("the installed builder is its pure-Python source (not compiled)")
-    with pytest.MonkeyPatch.context() as patch:
+    with both_builds(request, builder) as module, pytest.MonkeyPatch.context() as patch:
         for name in _API:
             patch.setitem(globals(), name, getattr(module, name))
         yield module
 
 
 def test_the_compiled_builder_is_in_use_where_it_can_be_built() -> None:
-    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
-        pytest.skip("SAMSA_COMPILE=0: the pure-Python builder is expected")
-    if not compiler_present():
-        pytest.skip("no mypyc or no C compiler: the pure-Python builder is expected")
-    assert COMPILED, (f"the record builder runs from {builder.__file__}, not compiled: "
-                      "reinstall (pip install -e . / make) and read setup.py's warning")
-    assert Path(builder.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
-        f"{builder.__file__} is older than {SOURCE}: a stale build shadows the source; "
-        "reinstall (pip install -e . / make)")
+    check_compiled_in_use(builder)
 
 
 def read(buf: bytes) -> RecordBatch:

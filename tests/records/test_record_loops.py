@@ -6,11 +6,8 @@ pure-Python source, loaded under another name, as tests/broker/log/test_validato
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,45 +22,22 @@ from samsa.records.batch import iter_records
 from samsa.records.builder import RecordBatchBuilder
 from samsa.records.varint import decode_varint
 from tests.broker.handmade_batches import handmade_record
-from tests.broker.log.test_validator import compiler_present
 from tests.records import strategies as rs
+from tests.support.compiled_modules import both_builds, check_compiled_in_use, is_compiled
 
-SOURCE = Path(record_loops.__file__ or "").with_name("record_loops.py")
-COMPILED = not (record_loops.__file__ or "").endswith(".py")
+COMPILED = is_compiled(record_loops)
 M: ModuleType = record_loops
-
-
-def load_source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("samsa.records._record_loops_source", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
 def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    if request.param == "installed":
-        module = record_loops
-    elif COMPILED:
-        module = load_source()
-    else:
-        pytest.skip("the installed record_loops is its pure-Python source (not compiled)")
-    with pytest.MonkeyPatch.context() as patch:
+    with both_builds(request, record_loops) as module, pytest.MonkeyPatch.context() as patch:
         patch.setitem(globals(), "M", module)
         yield module
 
 
 def test_the_compiled_loops_are_in_use_where_they_can_be_built() -> None:
-    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
-        pytest.skip("SAMSA_COMPILE=0: the pure-Python record_loops is expected")
-    if not compiler_present():
-        pytest.skip("no mypyc or no C compiler: the pure-Python record_loops is expected")
-    assert COMPILED, (f"record_loops runs from {record_loops.__file__}, not compiled: "
-                      "reinstall (pip install -e . / make) and read setup.py's warning")
-    assert Path(record_loops.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
-        f"{record_loops.__file__} is older than {SOURCE}: a stale build shadows the source; "
-        "reinstall (pip install -e . / make)")
+    check_compiled_in_use(record_loops)
 
 
 def section_of(records: list[Any], codec: Compression = Compression.NONE,

@@ -10,11 +10,6 @@ and with each codec) and check that whatever it accepts, samsa's own reader deco
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shlex
-import shutil
-import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +28,7 @@ from samsa.records import Compression, MemoryRecords
 from samsa.records.batch_header import NO_TIMESTAMP, TIMESTAMP_TYPE_MASK, BatchHeader
 from samsa.records.varint import decode_varint, decode_varlong
 from tests.broker.handmade_batches import handmade_record, wrap_records
+from tests.support.compiled_modules import both_builds, check_compiled_in_use, is_compiled
 
 INT64 = range(-(1 << 63), 1 << 63)
 NOW = 1_700_000_000_000
@@ -42,16 +38,7 @@ CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZST
 # --- both implementations: the installed module (compiled by setup.py where it can be) and its
 # pure-Python source, loaded under another name; every test below runs against each.
 
-SOURCE = Path(validator.__file__ or "").with_name("validator.py")
-COMPILED = not (validator.__file__ or "").endswith(".py")
-
-
-def load_source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("samsa.broker.log._validator_source", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+COMPILED = is_compiled(validator)
 
 
 V: ModuleType = validator  # the implementation under test (set by the fixture below)
@@ -60,38 +47,15 @@ V: ModuleType = validator  # the implementation under test (set by the fixture b
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
 def implementation(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     """The validator the tests call (V), and Log's too (Log.append_as_leader)."""
-    if request.param == "installed":
-        module = validator
-    elif COMPILED:
-        module = load_source()
-    else:
-        pytest.skip("the installed validator is its pure-Python source (not compiled)")
-    with pytest.MonkeyPatch.context() as patch:
+    with both_builds(request, validator) as module, pytest.MonkeyPatch.context() as patch:
         patch.setitem(globals(), "V", module)
         patch.setattr(log_module, "walk_records", module.walk_records)
         patch.setattr(log_module, "checked_max_timestamp", module.checked_max_timestamp)
         yield module
 
 
-def compiler_present() -> bool:
-    try:
-        import mypyc  # noqa: F401
-    except ImportError:
-        return False
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    return shutil.which(shlex.split(cc)[0]) is not None
-
-
 def test_the_compiled_validator_is_in_use_where_it_can_be_built() -> None:
-    if os.environ.get("SAMSA_COMPILE", "1").strip() == "0":
-        pytest.skip("SAMSA_COMPILE=0: the pure-Python validator is expected")
-    if not compiler_present():
-        pytest.skip("no mypyc or no C compiler: the pure-Python validator is expected")
-    assert COMPILED, (f"the record validator runs from {validator.__file__}, not compiled: "
-                      "reinstall (pip install -e . / make) and read setup.py's warning")
-    assert Path(validator.__file__ or "").stat().st_mtime >= SOURCE.stat().st_mtime, (
-        f"{validator.__file__} is older than {SOURCE}: a stale build shadows the source; "
-        "reinstall (pip install -e . / make)")
+    check_compiled_in_use(validator)
 
 
 class Refused(Exception):
