@@ -233,10 +233,7 @@ class RecordBatchBuilder:
         # Only now: a record that did not fit must not raise the batch's max timestamp.
         if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 (max() is a call per record)
             self._max_timestamp = timestamp_ms
-        ratio = self._estimated_ratio
-        self.estimated_size = (
-            len(buf) if ratio is None else RECORD_BATCH_OVERHEAD + int((len(buf) - RECORD_BATCH_OVERHEAD) * ratio)
-        )
+        self.estimated_size = self._estimate(len(buf))
         self._count = count + 1
         return count
 
@@ -275,7 +272,6 @@ class RecordBatchBuilder:
         buf = self._buf
         size = len(buf)
         soft = self._soft_limit
-        ratio = self._estimated_ratio
         small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
         i = start
         while i < end:
@@ -315,12 +311,7 @@ class RecordBatchBuilder:
             size += len(length) + n
             count += 1
             i += 1
-        if i > start:
-            self._max_timestamp = max_ts
-        self._count = count
-        self.estimated_size = (
-            size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
-        )
+        self._end_bulk(i > start, max_ts, count, size)
         return i
 
     def append_tails(self, tails: bytes, offsets: list[int], start: int, end: int,
@@ -352,7 +343,6 @@ class RecordBatchBuilder:
         buf = self._buf
         size = len(buf)
         soft = self._soft_limit
-        ratio = self._estimated_ratio
         i = start
         while i < end:
             if not constant_ts:
@@ -377,12 +367,7 @@ class RecordBatchBuilder:
             size += len(length) + n
             count += 1
             i += 1
-        if i > start:
-            self._max_timestamp = max_ts
-        self._count = count
-        self.estimated_size = (
-            size if ratio is None else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
-        )
+        self._end_bulk(i > start, max_ts, count, size)
         return i
 
     def append_encoded(
@@ -403,10 +388,7 @@ class RecordBatchBuilder:
         buf = self._buf
         buf += records
         self._count += count
-        ratio = self._estimated_ratio
-        self.estimated_size = (
-            len(buf) if ratio is None else RECORD_BATCH_OVERHEAD + int((len(buf) - RECORD_BATCH_OVERHEAD) * ratio)
-        )
+        self.estimated_size = self._estimate(len(buf))
 
     @property
     def base_timestamp(self) -> int | None:
@@ -433,13 +415,24 @@ class RecordBatchBuilder:
         size = record_size(self._count, timestamp_ms - self._base_timestamp, key, value, headers)
         return self.estimated_size + size <= self.batch_size_limit
 
-    def _fits(self, added: int) -> bool:
-        """Java's hasRoomFor for a record of ``added`` encoded bytes (count > 0)."""
+    def _estimate(self, size: int) -> int:
+        """The batch's size once built, for ``size`` uncompressed bytes (Java's
+        estimatedBytesWritten: the compression ratio estimate, times 1.05)."""
         ratio = self._estimated_ratio
         if ratio is None:
-            return len(self._buf) + added <= self.batch_size_limit
-        estimated = RECORD_BATCH_OVERHEAD + int((len(self._buf) - RECORD_BATCH_OVERHEAD) * ratio)
-        return estimated + added <= self.batch_size_limit
+            return size
+        return RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+
+    def _end_bulk(self, appended: bool, max_ts: int, count: int, size: int) -> None:
+        """The state append_many and append_tails kept in locals, back on the builder."""
+        if appended:
+            self._max_timestamp = max_ts
+        self._count = count
+        self.estimated_size = self._estimate(size)
+
+    def _fits(self, added: int) -> bool:
+        """Java's hasRoomFor for a record of ``added`` encoded bytes (count > 0)."""
+        return self._estimate(len(self._buf)) + added <= self.batch_size_limit
 
     def set_estimated_compression_ratio(self, ratio: float) -> None:
         """Feed back the observed ratio (compressed/uncompressed) to size later appends better."""
