@@ -1,28 +1,31 @@
 """Fetched v2 record batches decoded straight into Arrow columns (``KafkaConsumer.poll_arrow``).
 
 poll() builds a ``ConsumerRecord`` per record; poll_arrow() builds no Python object per
-record.  The records of a run of batches (consecutive batches of one fetch, read from one
-buffer) are decoded together:
+record.  Every v2 batch a poll hands out is read into one :class:`PollColumns`:
 
-1. one loop reads every record's fields -- the per-record step, since a record's start
-   depends on the previous record's length -- compiled with mypyc
-   (samsa.records.record_loops.record_columns): value positions and lengths and timestamps
-   a list each, and keys, offsets and headers only when they are not the common case (null
-   keys, offsets without gaps, no headers);
-2. keys and values become Arrow ``binary_view`` arrays pointing into the buffer (lengths,
-   4-byte prefixes and positions computed with numpy, short ones inlined as the view layout
-   demands), cast to ``binary`` by Arrow's C++ gather; header keys and values likewise.
+1. as the poll takes records, one loop reads every record's fields -- the per-record step,
+   since a record's start depends on the previous record's length -- compiled with mypyc
+   (samsa.records.record_loops.record_columns): small numbers into lists (distances between
+   values, lengths, timestamp deltas; keys, headers and offsets only when they are not the
+   common case of null keys, no headers, offsets that follow on);
+2. when the poll is done, the lists of all its partitions become Arrow arrays at once (so a
+   poll of many small fetches costs no more numpy and Arrow calls than one of one): keys and
+   values as ``binary_view`` arrays pointing into the fetched (or decompressed) buffers, cast
+   to ``binary`` by Arrow's C++ gather; header keys and values likewise.  Each partition's
+   records are a slice of that one batch.
 
 The layout is Kafka's DefaultRecord (see the protocol guide's "Record"): length varint,
 attributes int8, timestampDelta varlong, offsetDelta varint, key, value (varint length, -1
 null), header count varint, headers (key varint length + UTF-8, value varint length, -1 null).
-Any structural problem makes :func:`decode_run` answer None: the caller then reads the run with
-the row decoder (samsa.records.batch.iter_records), which finds the first bad record and raises
-the CorruptRecordError poll() raises, after the records before it.
+A run of batches with any structural problem is not read here (:meth:`PollColumns.read_run`
+answers None): the caller then reads it with the row decoder (samsa.records.batch.iter_records),
+which finds the first bad record and raises the CorruptRecordError poll() raises, after the
+records before it.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -30,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from samsa.net.cluster import TopicPartition
 from samsa.records import RecordBatch, TimestampType
 from samsa.records.compression import decompress_scratch
 from samsa.records.record_loops import RecordColumns, record_columns
@@ -39,9 +43,10 @@ __all__ = [
     "ARROW_SCHEMA",
     "HEADERS_TYPE",
     "PIECE_SCHEMA",
-    "Section",
-    "decode_run",
-    "decode_v2_run",
+    "PollColumns",
+    "Rows",
+    "RunRead",
+    "assemble",
     "empty_piece",
     "rows_to_piece",
     "with_partition",
@@ -62,8 +67,8 @@ ARROW_SCHEMA = pa.schema([
     pa.field("timestamp_type", pa.int8(), nullable=False),
     pa.field("headers", HEADERS_TYPE, nullable=False),
 ])
-# One decoded run: the columns that vary per record (topic and partition are added once per
-# partition by with_partition).
+# Records read by the row decoder (v0/v1 message sets, the records before a corrupt one): the
+# columns that vary per record (topic and partition are added by with_partition).
 PIECE_SCHEMA = pa.schema([ARROW_SCHEMA.field(name) for name in
                           ("key", "value", "offset", "timestamp", "timestamp_type", "headers")])
 
@@ -75,23 +80,59 @@ _WORK_MIN = 1 << 20
 _local = threading.local()
 
 
-class Section(NamedTuple):
-    """The uncompressed records of one batch: bytes [start, end) of the run's buffer."""
+class Rows(NamedTuple):
+    """Records a poll took into its PollColumns: rows [start, start + num_rows)."""
 
     start: int
-    end: int
-    records: int
-    base_offset: int
-    base_timestamp: int
-    timestamp_type: int
-    max_timestamp: int
+    num_rows: int
 
 
-class _Bad(Exception):
-    """A structural problem: leave the run to the row decoder, which names it."""
+class RunRead(NamedTuple):
+    """What PollColumns.read_run took: how many records, the offset after the last one, and,
+    when it stopped inside the run's last batch, that batch's records section (a copy) with
+    the position of the next record in it and how many are left."""
+
+    taken: int
+    next_offset: int
+    rest: tuple[bytes, int, int] | None
+
+
+def _int64s(values: list[int]) -> np.ndarray:
+    # struct packs a list of ints about four times faster than numpy converts one.
+    return np.frombuffer(struct.pack(f"{len(values)}q", *values), np.int64)
+
+
+def _int32s(values: list[int]) -> np.ndarray:
+    return np.frombuffer(struct.pack(f"{len(values)}i", *values), np.int32)
 
 
 # -- Arrow arrays from positions and lengths ---------------------------------------------------
+
+
+class _Buffers:
+    """The buffers a poll's records lie in, and which rows lie in which (``segments``:
+    consecutive rows [a, b) of one buffer k, as (a, b, k))."""
+
+    def __init__(self, arrays: list[np.ndarray], arrow: list[pa.Buffer],
+                 row_buffer: np.ndarray | None, segments: list[tuple[int, int, int]]) -> None:
+        self.arrays = arrays
+        self.arrow = arrow
+        self.row_buffer = row_buffer  # the buffer of every row; None: all in buffer 0
+        self.segments = segments
+
+    @classmethod
+    def of(cls, data: list[bytes], row_buffer: np.ndarray | None,
+           segments: list[tuple[int, int, int]]) -> _Buffers:
+        return cls([np.frombuffer(d, np.uint8) for d in data], [pa.py_buffer(d) for d in data],
+                   row_buffer, segments)
+
+    def of_items(self, counts: np.ndarray) -> _Buffers:
+        """The same for items counted per row (headers): item ranges for row ranges."""
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        segments = [(int(starts[a]), int(ends[b - 1]), k) for a, b, k in self.segments]
+        row_buffer = None if self.row_buffer is None else np.repeat(self.row_buffer, counts)
+        return _Buffers(self.arrays, self.arrow, row_buffer, segments)
 
 
 def _words(buf: np.ndarray) -> np.ndarray:
@@ -99,7 +140,7 @@ def _words(buf: np.ndarray) -> np.ndarray:
     return np.ndarray((max(len(buf) - 3, 0),), "<u4", buf, 0, (1,))
 
 
-def _binary(buf: np.ndarray, arrow_buf: pa.Buffer, pos: np.ndarray, lens: np.ndarray) -> pa.Array:
+def _binary(bufs: _Buffers, pos: np.ndarray, lens: np.ndarray) -> pa.Array:
     """binary values at ``pos`` of ``lens`` bytes (-1: null), through a binary_view array."""
     n = len(pos)
     valid = lens >= 0
@@ -107,24 +148,37 @@ def _binary(buf: np.ndarray, arrow_buf: pa.Buffer, pos: np.ndarray, lens: np.nda
     views = np.zeros((n, 4), np.uint32)  # Arrow's 16-byte view: length, prefix|inline, buffer, offset
     views[:, 0] = size
     long = size > 12
-    # A value longer than 12 bytes: its first 4 bytes, buffer 0, its offset.
-    if long.all():
-        views[:, 1] = _words(buf)[pos]
+    all_long = bool(long.all())
+    # A value longer than 12 bytes: its first 4 bytes, its buffer, its offset.
+    if all_long:
         views[:, 3] = pos
+        if bufs.row_buffer is not None:
+            views[:, 2] = bufs.row_buffer
     else:
-        if long.any():
-            lp = pos[long]
-            views[long, 1] = _words(buf)[lp]
-            views[long, 3] = lp
-        short = np.nonzero(~long & (size > 0))[0]
+        views[long, 3] = pos[long]
+        if bufs.row_buffer is not None:
+            views[long, 2] = bufs.row_buffer[long]
+    for a, b, k in bufs.segments:
+        if a == b:
+            continue
+        buf = bufs.arrays[k]
+        seg_pos = pos[a:b]
+        if all_long:
+            views[a:b, 1] = _words(buf)[seg_pos]
+            continue
+        seg_long = long[a:b]
+        seg_views = views[a:b]
+        if seg_long.any():
+            seg_views[seg_long, 1] = _words(buf)[seg_pos[seg_long]]
+        short = np.nonzero(~seg_long & (size[a:b] > 0))[0]
         if len(short):  # up to 12 bytes: inline, zero-padded
-            sp, sl = pos[short], size[short]
+            sp, sl = seg_pos[short], size[a:b][short]
             inline = buf[np.minimum(sp[:, None] + _AR12, len(buf) - 1)]
             inline[_AR12[None, :] >= sl[:, None]] = 0
-            views.view(np.uint8)[short, 4:16] = inline
+            seg_views.view(np.uint8)[short, 4:16] = inline
     nulls = n - int(np.count_nonzero(valid))
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    view = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), arrow_buf],
+    view = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), *bufs.arrow],
                                  null_count=nulls)
     return view.cast(pa.binary())
 
@@ -136,119 +190,213 @@ def _header_keys(keys: pa.Array) -> pa.Array:
         return pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()], pa.string())
 
 
-def _headers(buf: np.ndarray, arrow_buf: pa.Buffer, cols: RecordColumns) -> pa.Array:
+def _headers(bufs: _Buffers, cols: RecordColumns, value_end: np.ndarray) -> pa.Array:
     n = cols.count
     list_offsets = np.zeros(n + 1, np.int32)
     if not cols.header_counts:
         return pa.ListArray.from_arrays(pa.array(list_offsets), _NO_HEADERS, type=HEADERS_TYPE)
-    np.cumsum(np.array(cols.header_counts, np.int32), out=list_offsets[1:])
-    keys = _header_keys(_binary(buf, arrow_buf, np.array(cols.header_key_pos, np.int64),
-                                np.array(cols.header_key_len, np.int64)))
-    values = _binary(buf, arrow_buf, np.array(cols.header_value_pos, np.int64),
-                     np.array(cols.header_value_len, np.int64))
+    counts = _int32s(cols.header_counts)
+    np.cumsum(counts, out=list_offsets[1:])
+    key_pos = np.repeat(value_end, counts) + _int64s(cols.header_key_at)
+    value_pos = key_pos + _int64s(cols.header_value_at)
+    items = bufs.of_items(counts)
+    keys = _header_keys(_binary(items, key_pos, _int64s(cols.header_key_len)))
+    values = _binary(items, value_pos, _int64s(cols.header_value_len))
     structs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
     return pa.ListArray.from_arrays(pa.array(list_offsets), structs, type=HEADERS_TYPE)
 
 
-def decode_v2_run(batches: Sequence[RecordBatch], compressed: bool, max_decompressed_bytes: int
-                  ) -> pa.RecordBatch | None:
-    """The records of consecutive v2 batches, all compressed or all not; None if one does not
-    decode (see decode_run) or decompress."""
-    sections = []
-    if not compressed:
-        data = batches[0].section_span()[0]
-        for b in batches:
-            buf, start, end = b.section_span()
-            if buf is not data:
+# -- one poll's records ------------------------------------------------------------------------
+
+
+class PollColumns:
+    """The v2 records one poll_arrow() takes, of every partition: read into one RecordColumns
+    batch by batch as the poll takes them (read_run), turned into Arrow arrays once
+    (finish)."""
+
+    def __init__(self) -> None:
+        self.cols = RecordColumns()
+        self._buffers: list[bytes] = []
+        self._partitions: list[TopicPartition] = []
+        # Per batch read: its rows, buffer, partition, timestamp type, base and max timestamp.
+        self._sec_rows: list[int] = []
+        self._sec_buffer: list[int] = []
+        self._sec_partition: list[int] = []
+        self._sec_type: list[int] = []
+        self._sec_base_ts: list[int] = []
+        self._sec_max_ts: list[int] = []
+        self._batch: pa.RecordBatch | None = None
+
+    @property
+    def count(self) -> int:
+        return self.cols.count
+
+    def read_run(self, tp: TopicPartition, batches: Sequence[RecordBatch], data: bytes | None,
+                 spans: Sequence[tuple[int, int]] | None, start: int, want: int,
+                 max_decompressed_bytes: int, resume: tuple[int, int] | None = None
+                 ) -> RunRead | None:
+        """Up to ``want`` records from offset ``start`` on of consecutive v2 batches of one
+        partition: all compressed (``data`` None), or all not, their records sections at
+        ``spans`` of ``data``.  ``resume``: where to go on in the first batch (a position in
+        its span and how many records are left).  None, and nothing taken, if one does not
+        decompress or a record does not decode (see the module docstring)."""
+        assert self._batch is None, "read after finish()"
+        if data is None:
+            got = _decompressed(batches, max_decompressed_bytes)
+            if got is None:
                 return None
-            h = b.header
-            sections.append(Section(start, end, h.records_count, h.base_offset, h.base_timestamp,
-                                    int(h.timestamp_type), h.max_timestamp))
-        return decode_run(data, sections)
-    # Decompressed once, one after the other into this thread's work buffer: nothing decoded
-    # from it outlives the call (the binary columns are copies), so the next run reuses it.
+            data, spans = got
+        assert spans is not None
+        cols = self.cols
+        mark = _mark(cols)
+        secs = len(self._sec_rows)
+        if self._buffers and self._buffers[-1] is data:
+            buffer = len(self._buffers) - 1
+        else:
+            buffer = len(self._buffers)
+            self._buffers.append(data)
+        if not self._partitions or self._partitions[-1] != tp:
+            self._partitions.append(tp)
+        partition = len(self._partitions) - 1
+        taken = 0
+        rest: tuple[bytes, int, int] | None = None
+        try:
+            for i, b in enumerate(batches):
+                h = b.header
+                sec_start, sec_end = spans[i]
+                pos, left = (sec_start, h.records_count) if resume is None or i else resume
+                before = cols.count
+                pos, left = record_columns(data, pos, sec_end, left, want - taken, start,
+                                           h.base_offset, cols)
+                rows = cols.count - before
+                if rows:
+                    self._sec_rows.append(rows)
+                    self._sec_buffer.append(buffer)
+                    self._sec_partition.append(partition)
+                    self._sec_type.append(int(h.timestamp_type))
+                    self._sec_base_ts.append(h.base_timestamp)
+                    self._sec_max_ts.append(h.max_timestamp)
+                    taken += rows
+                if left:
+                    # Stopped at ``want``: only ever in the run's last batch (the caller adds
+                    # a batch only while the run holds fewer records than it wants).
+                    assert i == len(batches) - 1
+                    section = data
+                    if sec_start or sec_end != len(data):
+                        section = data[sec_start:sec_end]
+                    rest = (section, pos - sec_start, left)
+        except (ValueError, IndexError):
+            _rollback(cols, mark)
+            for lst in (self._sec_rows, self._sec_buffer, self._sec_partition, self._sec_type,
+                        self._sec_base_ts, self._sec_max_ts):
+                del lst[secs:]
+            return None
+        next_offset = cols.next_offset if rest is not None else batches[-1].next_offset
+        return RunRead(taken, next_offset, rest)
+
+    def finish(self) -> pa.RecordBatch:
+        """Every record read, in ARROW_SCHEMA, in the order read."""
+        if self._batch is None:
+            self._batch = self._build()
+        return self._batch
+
+    def _build(self) -> pa.RecordBatch:
+        cols = self.cols
+        n = cols.count
+        if n == 0:
+            return with_partition("", 0, [empty_piece()])
+        sec_rows = _int64s(self._sec_rows)
+        # Which rows lie in which buffer.
+        segments: list[tuple[int, int, int]] = []
+        row = 0
+        for rows, k in zip(self._sec_rows, self._sec_buffer, strict=True):
+            if segments and segments[-1][2] == k:
+                segments[-1] = (segments[-1][0], row + rows, k)
+            else:
+                segments.append((row, row + rows, k))
+            row += rows
+        row_buffer = None
+        if len(self._buffers) > 1:
+            row_buffer = np.repeat(_int32s(self._sec_buffer), sec_rows)
+        bufs = _Buffers.of(self._buffers, row_buffer, segments)
+        # A value's position: the previous value's end plus its gap.
+        value_len = _int64s(cols.value_len)
+        value_size = np.maximum(value_len, 0)
+        value_pos = np.cumsum(_int64s(cols.value_gaps))
+        value_pos[1:] += np.cumsum(value_size[:-1])
+        values = _binary(bufs, value_pos, value_len)
+        if cols.key_len:
+            keys = _binary(bufs, value_pos - _int64s(cols.key_back), _int64s(cols.key_len))
+        else:
+            keys = pa.nulls(n, pa.binary())
+        # Offsets follow on from the last listed one.
+        rows_at = _int64s([*cols.offset_rows, n])
+        offsets = np.arange(n, dtype=np.int64) + np.repeat(
+            _int64s(cols.offset_values) - rows_at[:-1], np.diff(rows_at))
+        stamps = _int64s(cols.timestamp_deltas) + np.repeat(_int64s(self._sec_base_ts), sec_rows)
+        kinds = np.array(self._sec_type, np.int8)
+        if _LOG_APPEND_TIME in self._sec_type:  # every record gets its batch's max timestamp
+            stamps = np.where(np.repeat(kinds == _LOG_APPEND_TIME, sec_rows),
+                              np.repeat(_int64s(self._sec_max_ts), sec_rows), stamps)
+        which = np.repeat(_int32s(self._sec_partition), sec_rows)
+        tps = self._partitions
+        topics = pa.array([tp.topic for tp in tps], pa.string()).take(pa.array(which))
+        partitions = np.array([tp.partition for tp in tps], np.int32)[which]
+        return pa.RecordBatch.from_arrays([
+            keys, values, topics, pa.array(partitions), pa.array(offsets), pa.array(stamps),
+            pa.array(np.repeat(kinds, sec_rows)), _headers(bufs, cols, value_pos + value_size),
+        ], schema=ARROW_SCHEMA)
+
+
+def _mark(cols: RecordColumns) -> tuple[int, ...]:
+    return (cols.count, cols.last_value_end, cols.next_offset, len(cols.offset_rows),
+            len(cols.key_len), len(cols.header_counts), len(cols.header_key_len))
+
+
+def _rollback(cols: RecordColumns, mark: tuple[int, ...]) -> None:
+    """Undo what record_columns added since ``mark`` (a list empty then is empty again)."""
+    count, cols.last_value_end, cols.next_offset, offsets, keys, counts, headers = mark
+    cols.count = count
+    for lst in (cols.value_gaps, cols.value_len, cols.timestamp_deltas):
+        del lst[count:]
+    for lst in (cols.offset_rows, cols.offset_values):
+        del lst[offsets:]
+    for lst in (cols.key_back, cols.key_len):
+        del lst[keys:]
+    del cols.header_counts[counts:]
+    for lst in (cols.header_key_at, cols.header_key_len, cols.header_value_at,
+                cols.header_value_len):
+        del lst[headers:]
+
+
+def _decompressed(batches: Sequence[RecordBatch], max_decompressed_bytes: int
+                  ) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """The records sections of compressed ``batches``, decompressed one after the other into
+    one buffer, and where each lies in it; None if one does not decompress (the row path
+    raises it as poll() does)."""
+    # Decompressed into this thread's work buffer first: one bytes copy for the run.
     work: bytearray = getattr(_local, "work", None) or bytearray(_WORK_MIN)
     used = 0
+    spans = []
     for b in batches:
         buf, start, end = b.section_span()
-        h = b.header
         try:
             with memoryview(buf) as view:
-                out, n = decompress_scratch(h.compression, view[start:end],
+                out, n = decompress_scratch(b.header.compression, view[start:end],
                                             max_bytes=max_decompressed_bytes)
         except ValueError:
-            return None  # the row path raises it as poll() does
+            return None
         if used + n > len(work):
             grown = bytearray(max(2 * len(work), used + n))
             grown[:used] = memoryview(work)[:used]
             work = grown
         work[used : used + n] = memoryview(out)[:n]
-        sections.append(Section(used, used + n, h.records_count, h.base_offset, h.base_timestamp,
-                                int(h.timestamp_type), h.max_timestamp))
+        spans.append((used, used + n))
         used += n
     if len(work) <= KEEP_BYTES:
         _local.work = work
     with memoryview(work) as view:
-        return decode_run(bytes(view[:used]), sections)
-
-
-def decode_run(data: Any, sections: Sequence[Section]) -> pa.RecordBatch | None:
-    """The records of ``sections`` (all in ``data``) as one batch in PIECE_SCHEMA; None if any
-    record is malformed (see the module docstring)."""
-    try:
-        return _decode(data, sections)
-    except _Bad:
-        return None
-
-
-def _decode(data: Any, sections: Sequence[Section]) -> pa.RecordBatch:
-    if not sections:
-        return empty_piece()
-    # The compiled loop reads bytes: another buffer is copied, the span the sections cover.
-    shift = 0
-    if type(data) is not bytes:
-        shift = min(s.start for s in sections)
-        with memoryview(data) as view:
-            data = bytes(view[shift : max(s.end for s in sections)])
-    cols = RecordColumns()
-    try:
-        for s in sections:
-            record_columns(data, s.start - shift, s.end - shift, s.records, s.base_offset, cols)
-    except (ValueError, IndexError):
-        raise _Bad from None
-    n = cols.count
-    if n == 0:
-        return empty_piece()
-    buf = np.frombuffer(data, np.uint8)
-    arrow_buf = pa.py_buffer(data)
-    if cols.key_pos:
-        keys = _binary(buf, arrow_buf, np.array(cols.key_pos, np.int64),
-                       np.array(cols.key_len, np.int64))
-    else:
-        keys = pa.nulls(n, pa.binary())
-    if cols.offsets:
-        offsets = np.array(cols.offsets, np.int64)
-    else:
-        offsets = np.arange(cols.first_offset, cols.first_offset + n, dtype=np.int64)
-    stamps = np.array(cols.timestamp_deltas, np.int64)
-    if len(sections) == 1:
-        s = sections[0]
-        types = np.full(n, s.timestamp_type, np.int8)
-        if s.timestamp_type == _LOG_APPEND_TIME:
-            stamps[:] = s.max_timestamp
-        else:
-            stamps += s.base_timestamp
-    else:
-        counts = [s.records for s in sections]
-        types = np.repeat(np.array([s.timestamp_type for s in sections], np.int8), counts)
-        append_time = np.repeat([s.timestamp_type == _LOG_APPEND_TIME for s in sections], counts)
-        stamps = np.where(append_time, np.repeat([s.max_timestamp for s in sections], counts),
-                          stamps + np.repeat([s.base_timestamp for s in sections], counts))
-    value_pos = np.cumsum(np.array(cols.value_steps, np.int64))
-    return pa.RecordBatch.from_arrays([
-        keys, _binary(buf, arrow_buf, value_pos, np.array(cols.value_len, np.int64)),
-        pa.array(offsets), pa.array(stamps), pa.array(types), _headers(buf, arrow_buf, cols),
-    ], schema=PIECE_SCHEMA)
+        return bytes(view[:used]), spans
 
 
 # -- from records, and assembling --------------------------------------------------------------
@@ -284,3 +432,20 @@ def with_partition(topic: str, partition: int, pieces: Sequence[pa.RecordBatch])
         key, value, pa.repeat(pa.scalar(topic, pa.string()), n).cast(pa.string()),
         pa.array(np.full(n, partition, np.int32)), offset, stamp, kind, headers,
     ], schema=ARROW_SCHEMA)
+
+
+def assemble(columns: PollColumns, pieces: Sequence[Any]) -> pa.RecordBatch:
+    """One partition's pieces of a poll -- Rows of ``columns``, or RecordBatches in
+    ARROW_SCHEMA (records the row decoder read) -- as one RecordBatch in ARROW_SCHEMA."""
+    parts: list[Any] = []
+    for piece in pieces:
+        last = parts[-1] if parts else None
+        if type(piece) is Rows and type(last) is Rows and last.start + last.num_rows == piece.start:
+            parts[-1] = Rows(last.start, last.num_rows + piece.num_rows)  # read one after the other
+        else:
+            parts.append(piece)
+    batches = [columns.finish().slice(p.start, p.num_rows) if type(p) is Rows else p
+               for p in parts]
+    if len(batches) == 1:
+        return batches[0]
+    return pa.concat_batches(batches)

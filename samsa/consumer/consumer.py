@@ -159,13 +159,11 @@ class KafkaConsumer:
         errors are poll()'s; v2 batches are decoded without a Python object per record.
         """
         try:
-            from samsa.consumer import arrow_records
+            from samsa.consumer import arrow_records  # noqa: F401
         except ImportError as exc:
             raise ImportError(f"poll_arrow() needs pyarrow and numpy ({exc}); install them with "
                               "pip install 'samsa[arrow]'") from exc
-        pieces = self._poll(timeout, max_records, self._fetcher.fetched_arrow)
-        return {tp: arrow_records.with_partition(tp.topic, tp.partition, p)
-                for tp, p in pieces.items()}
+        return self._poll(timeout, max_records, self._fetcher.fetched_arrow)
 
     def _poll(self, timeout: float, max_records: int | None,
               collect: Callable[[int], dict[TopicPartition, Any]]) -> dict[TopicPartition, Any]:

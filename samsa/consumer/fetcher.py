@@ -30,7 +30,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from samsa.consumer.config import ConsumerConfig
 from samsa.consumer.deserializers import DeserializeFn
@@ -60,6 +60,9 @@ from samsa.records.batch import iter_records
 from samsa.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressedSizeError
 from samsa.records.record_loops import decode_rows, scan_rows
 
+if TYPE_CHECKING:  # pyarrow is optional: poll_arrow() imports them
+    from samsa.consumer.arrow_records import PollColumns, RunRead
+
 __all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
 
 log = logging.getLogger(__name__)
@@ -83,9 +86,9 @@ class CompletedFetch:
     __slots__ = (
         "_aborted",
         "_aborted_pids",
-        "_arrow_rest",
         "_batch",
         "_batches",
+        "_data",
         "_error",
         "_records",
         "check_crcs",
@@ -106,10 +109,10 @@ class CompletedFetch:
         self.next_offset = fetch_offset
         self.check_crcs = check_crcs
         self.read_committed = read_committed
+        self._data = data
         self._batches: Iterator[AnyBatch] | None = iter_batches(data, check_crcs)
         self._batch: AnyBatch | None = None
         self._records: Iterator[Any] | _RowCursor | None = None
-        self._arrow_rest: Any = None  # poll_arrow's decoded rest of _batch (a pa.RecordBatch)
         self._error: CorruptRecordError | None = None
         self.leader_epoch: int | None = None
         self._aborted: list[tuple[int, int]] = []
@@ -191,11 +194,6 @@ class CompletedFetch:
             raise self._error
         out: list[Any] = []
         got = 0
-        if self._arrow_rest is not None:
-            # poll_arrow() decoded this batch and left part of it: read that part as records.
-            self._arrow_rest = None
-            assert self._batch is not None
-            self._records = self._from_position(self._batch, self._rows_of(self._batch))
         while got < max_records and self._batches is not None:
             records = self._records
             if records is None:
@@ -275,12 +273,16 @@ class CompletedFetch:
             return (r for r in records if r[0] >= start)
         return records
 
-    def take_arrow(self, max_records: int) -> list[Any]:
-        """Up to ``max_records`` records from the position on, as Arrow record batches
-        (PIECE_SCHEMA of samsa.consumer.arrow_records); the same positions, skips and errors
-        as take()."""
+    def take_arrow(self, max_records: int, columns: PollColumns | None = None) -> list[Any]:
+        """Up to ``max_records`` records from the position on, for poll_arrow(): v2 records read
+        into ``columns`` (samsa.consumer.arrow_records.Rows of it), and those the row decoder
+        reads (v0/v1 message sets, a run with a corrupt record) as RecordBatches in ARROW_SCHEMA;
+        the same positions, skips and errors as take().  Without ``columns``: RecordBatches."""
+        from samsa.consumer.arrow_records import PollColumns, assemble
+
         if self._error is not None:
             raise self._error
+        cols = PollColumns() if columns is None else columns
         out: list[Any] = []
         got = 0
         run: list[AnyBatch] = []
@@ -288,15 +290,17 @@ class CompletedFetch:
         # Where the run's records start: pulling batches moves next_offset past the control
         # and aborted batches it skips, which may lie between batches of the run.
         start = self.next_offset
-        if self._arrow_rest is not None:
-            assert self._batch is not None
-            got = self._hand_out(self._arrow_rest, True, [self._batch], start, max_records, out)
-        elif self._records is not None:
-            # poll() read part of this batch: decode it again, its rest from the position on.
-            assert self._batch is not None
-            run, estimate = [self._batch], self._batch.records_count
+        records = self._records
+        if records is not None:
+            # poll() or poll_arrow() read part of this batch: its rest from the position on.
+            batch = self._batch
+            assert batch is not None
             self._records = self._batch = None
-        while got + estimate < max_records and self._batches is not None:
+            if isinstance(records, _RowCursor):
+                got = self._read_cursor(records, batch, start, max_records, cols, out)
+            else:
+                run, estimate = [batch], batch.records_count
+        while got + estimate < max_records and self._batches is not None and self._records is None:
             if not run:
                 start = self.next_offset
             try:
@@ -309,60 +313,76 @@ class CompletedFetch:
                 break
             if run and _run_kind(batch) != _run_kind(run[0]):
                 # Fewer than wanted (estimate): the whole run is handed out.
-                piece, complete = self._decode_run(run, start)
-                got += self._hand_out(piece, complete, run, start, max_records - got, out)
+                got += self._read_run(run, start, max_records - got, cols, out)
                 run, estimate = [], 0
                 start = self.next_offset
                 if self._error is not None:
-                    return self._raise_or(out)
+                    return self._raise_or(out, columns is None, cols)
             run.append(batch)
             estimate += batch.records_count
         if run:
-            piece, complete = self._decode_run(run, start)
-            got += self._hand_out(piece, complete, run, start, max_records - got, out)
+            got += self._read_run(run, start, max_records - got, cols, out)
             if self._error is not None:
-                return self._raise_or(out)
-        return out
+                return self._raise_or(out, columns is None, cols)
+        return [assemble(cols, [p]) for p in out] if columns is None else out
 
-    def _raise_or(self, out: list[Any]) -> list[Any]:
+    def _raise_or(self, out: list[Any], resolve: bool, cols: PollColumns) -> list[Any]:
         if out:
+            if resolve:
+                from samsa.consumer.arrow_records import assemble
+
+                return [assemble(cols, [p]) for p in out]
             return out
         assert self._error is not None
         raise self._error
 
-    def _hand_out(self, piece: Any, complete: bool, run: list[AnyBatch], start: int, want: int,
+    def _read_cursor(self, cursor: _RowCursor, batch: AnyBatch, start: int, want: int,
+                     cols: PollColumns, out: list[Any]) -> int:
+        """take_arrow() on from where take() or take_arrow() stopped inside ``batch``."""
+        assert type(batch) is RecordBatch
+        data = cursor.data
+        read = cols.read_run(self.tp, [batch], data, [(0, len(data))], start, want,
+                             self.max_decompressed_bytes, resume=cursor.position)
+        if read is None:
+            return self._read_rows([batch], start, want, out)
+        return self._took(read, batch, cols, out)
+
+    def _read_run(self, run: list[AnyBatch], start: int, want: int, cols: PollColumns,
                   out: list[Any]) -> int:
-        """Add up to ``want`` records of ``piece`` (the records of ``run``, or the rest of its last
-        batch; ``complete`` unless a corrupt record ended it) from offset ``start`` on to
-        ``out``; the rest stays for the next take."""
-        self._arrow_rest = None
-        offsets = piece.column(2).to_numpy()
-        skip = int(offsets.searchsorted(start)) if len(offsets) else 0
-        n = min(len(offsets) - skip, want)
-        if n > 0:
-            out.append(piece.slice(skip, n))
-            self.next_offset = max(self.next_offset, int(offsets[skip + n - 1]) + 1)
-        if skip + n < len(offsets):
-            self._batch = run[-1]
-            self._arrow_rest = piece.slice(skip + n)
-        elif complete:
-            self.next_offset = max(self.next_offset, run[-1].next_offset)
-            self._batch = None
-        return max(n, 0)
-
-    def _decode_run(self, run: list[AnyBatch], start: int) -> tuple[Any, bool]:
-        """The records of ``run`` (batches of one kind, see _run_kind) as one Arrow batch, and
-        whether they are all there: after a corrupt one, the records before it, with the error
+        """Up to ``want`` records of ``run`` (batches of one kind, see _run_kind) from offset
+        ``start`` on into ``out``; after a corrupt one, the records before it, with the error
         set as take() sets it."""
-        from samsa.consumer import arrow_records as ar
-
         kind = _run_kind(run[0])
         if kind != _LEGACY:
-            piece = ar.decode_v2_run([b for b in run if type(b) is RecordBatch], kind == _COMPRESSED,
-                                     self.max_decompressed_bytes)
-            if piece is not None:
-                return piece, True
-        # v0/v1 message sets, or a malformed record somewhere: the row decoder, which names it.
+            v2 = [b for b in run if type(b) is RecordBatch]
+            if kind == _COMPRESSED:
+                data, spans = None, None
+            else:
+                data, spans = self._data_bytes(), [b.section_span()[1:] for b in v2]
+            read = cols.read_run(self.tp, v2, data, spans, start, want,
+                                 self.max_decompressed_bytes)
+            if read is not None:
+                return self._took(read, v2[-1], cols, out)
+        return self._read_rows(run, start, want, out)
+
+    def _took(self, read: RunRead, last: RecordBatch, cols: PollColumns, out: list[Any]) -> int:
+        from samsa.consumer.arrow_records import Rows
+
+        if read.taken:
+            out.append(Rows(cols.count - read.taken, read.taken))
+        self.next_offset = max(self.next_offset, read.next_offset)
+        if read.rest is not None:
+            # Stopped inside the last batch: the next take (either kind) goes on from there.
+            section, pos, left = read.rest
+            self._batch = last
+            self._records = _RowCursor(last, section, pos, left)
+        return read.taken
+
+    def _read_rows(self, run: list[AnyBatch], start: int, want: int, out: list[Any]) -> int:
+        """_read_run by the row decoder: v0/v1 message sets, or a malformed record somewhere,
+        which it names."""
+        from samsa.consumer.arrow_records import rows_to_piece, with_partition
+
         rows: list[Any] = []
         complete = True
         for batch in run:
@@ -376,7 +396,26 @@ class CompletedFetch:
                 rows += self._records_before_failure(batch, batch.records_count)
                 complete = False
                 break
-        return ar.rows_to_piece([r for r in rows if r[0] >= start]), complete
+        rows = [r for r in rows if r[0] >= start]
+        taken = rows[:want]
+        if taken:
+            out.append(with_partition(self.tp.topic, self.tp.partition, [rows_to_piece(taken)]))
+            self.next_offset = max(self.next_offset, taken[-1][0] + 1)
+        if len(rows) > want:
+            if complete:  # the rest lies in the last batch (see take_arrow)
+                self._batch = run[-1]
+                self._records = iter(rows[want:])
+        elif complete:
+            self.next_offset = max(self.next_offset, run[-1].next_offset)
+        return len(taken)
+
+    def _data_bytes(self) -> bytes:
+        """The fetched data as bytes, which the compiled loop reads (copied once if need be)."""
+        data = self._data
+        if type(data) is not bytes:
+            with memoryview(data) as view:
+                data = self._data = view.tobytes()
+        return data
 
     def _consumer_records(self, records: Iterable[Any], key_fn: DeserializeFn | None,
                           value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
@@ -419,7 +458,6 @@ class CompletedFetch:
     def drain(self) -> None:
         self._batches = None
         self._records = None
-        self._arrow_rest = None
 
 
 _PLAIN, _COMPRESSED, _LEGACY = 0, 1, 2
@@ -431,14 +469,23 @@ class _RowCursor:
 
     __slots__ = ("_append_time", "_batch", "_data", "_left", "_pos", "min_offset")
 
-    def __init__(self, batch: RecordBatch, data: bytes) -> None:
+    def __init__(self, batch: RecordBatch, data: bytes, pos: int = 0, left: int = -1) -> None:
         self._batch = batch
-        self._data = data
-        self._pos = 0
-        self._left = batch.records_count
+        self._data = data  # the batch's records section
+        self._pos = pos
+        self._left = batch.records_count if left < 0 else left
         h = batch.header
         self._append_time = h.max_timestamp if h.timestamp_type == _LOG_APPEND_TIME else -1
         self.min_offset = 0
+
+    @property
+    def data(self) -> bytes:
+        return self._data
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """Where the next record starts in ``data``, and how many are left."""
+        return self._pos, self._left
 
     def span(self, want: int, tp: TopicPartition, epoch: int | None) -> RecordSpan:
         """As take() without deserializers, the records checked but not built: a RecordSpan."""
@@ -729,18 +776,23 @@ class Fetcher:
         self._collect(max_records, take, out)
         return out
 
-    def fetched_arrow(self, max_records: int) -> dict[TopicPartition, list[Any]]:
-        """As fetched_records, each partition's records as Arrow batches (CompletedFetch.take_arrow)."""
-        out: dict[TopicPartition, list[Any]] = {}
+    def fetched_arrow(self, max_records: int) -> dict[TopicPartition, Any]:
+        """As fetched_records, each partition's records as one pyarrow.RecordBatch (see
+        CompletedFetch.take_arrow): the v2 records of every partition are read into one
+        PollColumns, whose Arrow arrays are built once for the whole poll."""
+        from samsa.consumer.arrow_records import PollColumns, assemble
+
+        columns = PollColumns()
+        pieces: dict[TopicPartition, list[Any]] = {}
 
         def take(cf: CompletedFetch, n: int) -> int:
-            pieces = cf.take_arrow(n)
-            if pieces:
-                out.setdefault(cf.tp, []).extend(pieces)
-            return sum(p.num_rows for p in pieces)
+            got = cf.take_arrow(n, columns)
+            if got:
+                pieces.setdefault(cf.tp, []).extend(got)
+            return sum(p.num_rows for p in got)
 
-        self._collect(max_records, take, out)
-        return out
+        self._collect(max_records, take, pieces)
+        return {tp: assemble(columns, p) for tp, p in pieces.items()}
 
     def _collect(self, max_records: int, take: Callable[[CompletedFetch, int], int],
                  out: dict[TopicPartition, Any]) -> None:

@@ -198,85 +198,99 @@ def decode_rows(data: bytes, pos: int, left: int, want: int, min_offset: int,
 
 class RecordColumns:
     """The fields of the records read by record_columns, a list each, for poll_arrow to turn
-    into Arrow buffers.  Lists for the common case stay empty: ``key_pos``/``key_len`` while
-    every key is null, ``offsets`` while the offsets run on from ``first_offset`` without a gap,
-    ``header_counts`` while no record has headers (then filled in for the records before)."""
+    into Arrow buffers (samsa.consumer.arrow_records).  Numbers are kept small -- CPython keeps
+    one object each of -5..256, so a record costs no allocation -- by storing distances rather
+    than positions, and by leaving lists empty in the common case: ``key_back``/``key_len``
+    while every key is null, ``header_counts`` while no record has headers (both then filled in
+    for the records before), and offsets but where one does not follow on from the record
+    before (``offset_rows``/``offset_values``: the first record of each batch of another
+    partition, or after a gap compaction left)."""
 
     def __init__(self) -> None:
         self.count = 0
-        self.first_offset = -1
-        # Small numbers, which CPython keeps one object each of (-5..256): no allocation per
-        # record.  value_steps: each value's position minus the previous one's (the first: its
-        # position); timestamp_deltas: from its batch's base timestamp.
-        self.value_steps: list[int] = []
+        # value_gaps: a value's position minus the previous value's end (across buffers too:
+        # the sums give back each position in its own buffer).
+        self.value_gaps: list[int] = []
         self.value_len: list[int] = []  # -1: null
-        self.timestamp_deltas: list[int] = []
-        self.last_value_pos = 0
-        self.key_pos: list[int] = []
+        self.timestamp_deltas: list[int] = []  # from the record's batch's base timestamp
+        self.last_value_end = 0
+        self.next_offset = -1  # the offset that follows on from the last record read
+        self.offset_rows: list[int] = []
+        self.offset_values: list[int] = []
+        self.key_back: list[int] = []  # the value's position minus the key's
         self.key_len: list[int] = []  # -1: null
-        self.offsets: list[int] = []
         self.header_counts: list[int] = []
-        self.header_key_pos: list[int] = []
+        self.header_key_at: list[int] = []  # a header key's position minus its record's value end
         self.header_key_len: list[int] = []
-        self.header_value_pos: list[int] = []
-        self.header_value_len: list[int] = []
+        self.header_value_at: list[int] = []  # a header value's position minus its key's
+        self.header_value_len: list[int] = []  # -1: null
 
 
-def record_columns(data: bytes, start: int, end: int, count: int, base_offset: int,
-                   out: RecordColumns) -> None:
-    """Add the fields of the ``count`` records of ``data[start:end]`` to ``out``.  ValueError
-    (or IndexError) for a record that does not decode, or records that do not fill [start, end)
-    exactly; ``out`` is then partly filled."""
-    pos = start
-    value_steps = out.value_steps
+def record_columns(data: bytes, pos: int, end: int, left: int, want: int, min_offset: int,
+                   base_offset: int, out: RecordColumns) -> tuple[int, int]:
+    """Add the fields of up to ``want`` of the ``left`` records at ``pos`` (of a batch whose
+    records section ends at ``end``) to ``out``, skipping (but checking) records below
+    ``min_offset``, as decode_rows; returns the position after the last record read and how
+    many are left.  Once none are left the records must end at ``end`` exactly.  ValueError
+    (or IndexError) for a record that does not decode; ``out`` is then partly filled."""
+    value_gaps = out.value_gaps
     value_len = out.value_len
     timestamp_deltas = out.timestamp_deltas
-    last_value = out.last_value_pos
-    for _ in range(count):
-        if pos >= end:
-            raise ValueError(f"records end at byte {pos}, before the declared {count}")
+    last_end = out.last_value_end
+    next_offset = out.next_offset
+    count = out.count
+    taken = 0
+    while left > 0 and taken < want:
         (record_end, ts_delta, offset_delta, key_pos, key_len, value_pos, vlen, pos,
          header_count) = _record_fields(data, pos, end)
-        if key_len != -1 or out.key_pos:
-            if not out.key_pos:
-                out.key_pos.extend([0] * out.count)
-                out.key_len.extend([-1] * out.count)
-            out.key_pos.append(key_pos)
+        left -= 1
+        offset = base_offset + offset_delta
+        if offset < min_offset:  # returned before (a fetch from inside a batch)
+            if header_count:
+                pos = _skip_headers(data, pos, header_count, record_end)
+            _ends_at(pos, record_end)
+            continue
+        if key_len != -1 or out.key_len:
+            if not out.key_len:
+                out.key_back.extend([0] * count)
+                out.key_len.extend([-1] * count)
+            out.key_back.append(value_pos - key_pos)
             out.key_len.append(key_len)
-        value_steps.append(value_pos - last_value)
-        last_value = value_pos
+        value_gaps.append(value_pos - last_end)
+        last_end = value_pos + vlen if vlen > 0 else value_pos
         value_len.append(vlen)
         if header_count or out.header_counts:
             if not out.header_counts:
-                out.header_counts.extend([0] * out.count)
+                out.header_counts.extend([0] * count)
             out.header_counts.append(header_count)
             if header_count:
-                pos = _header_columns(data, pos, header_count, record_end, out)
+                pos = _header_columns(data, pos, header_count, record_end, last_end, out)
         _ends_at(pos, record_end)
-        offset = base_offset + offset_delta
-        if out.offsets:
-            out.offsets.append(offset)
-        elif out.count == 0:
-            out.first_offset = offset
-        elif offset != out.first_offset + out.count:
-            out.offsets.extend(range(out.first_offset, out.first_offset + out.count))
-            out.offsets.append(offset)
         timestamp_deltas.append(ts_delta)
-        out.count += 1
-    out.last_value_pos = last_value
-    if pos != end:
-        raise ValueError(f"the declared {count} records end at byte {pos}, not {end}")
+        if offset != next_offset:
+            out.offset_rows.append(count)
+            out.offset_values.append(offset)
+        next_offset = offset + 1
+        count += 1
+        taken += 1
+    out.count = count
+    out.last_value_end = last_end
+    out.next_offset = next_offset
+    if left == 0 and pos != end:
+        raise ValueError(f"{end - pos} bytes remain after the declared records")
+    return pos, left
 
 
-def _header_columns(data: bytes, pos: int, count: int, record_end: int, out: RecordColumns) -> int:
+def _header_columns(data: bytes, pos: int, count: int, record_end: int, value_end: int,
+                    out: RecordColumns) -> int:
     if count * 2 > record_end - pos:  # two bytes a header at least
         raise ValueError(f"header count {count} does not fit the record")
     for _ in range(count):
         klen, key_pos = _varint(data, pos, _MAX_VARINT_SHIFT)
         pos = _skip_headers(data, pos, 1, record_end)  # the checks, in one place
         vlen, value_pos = _varint(data, key_pos + klen, _MAX_VARINT_SHIFT)
-        out.header_key_pos.append(key_pos)
+        out.header_key_at.append(key_pos - value_end)
         out.header_key_len.append(klen)
-        out.header_value_pos.append(value_pos)
+        out.header_value_at.append(value_pos - key_pos)
         out.header_value_len.append(vlen)
     return pos

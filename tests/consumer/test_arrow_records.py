@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samsa.consumer.arrow_records import ARROW_SCHEMA, PIECE_SCHEMA, with_partition
+from samsa.consumer.arrow_records import ARROW_SCHEMA, PollColumns, assemble
 from samsa.consumer.fetcher import CompletedFetch
 from samsa.errors import CorruptRecordError
 from samsa.net.cluster import TopicPartition
@@ -60,7 +60,10 @@ def arrow_of(cf: CompletedFetch, step: int) -> pa.Table:
         taken = cf.take_arrow(step)
         assert sum(p.num_rows for p in taken) <= step
         pieces += taken
-    return pa.Table.from_batches(pieces, schema=PIECE_SCHEMA)
+    table = pa.Table.from_batches(pieces, schema=ARROW_SCHEMA)
+    assert set(table.column("topic").to_pylist()) <= {TP.topic}
+    assert set(table.column("partition").to_pylist()) <= {TP.partition}
+    return table
 
 
 def as_rows(table: pa.Table) -> list[tuple[Any, ...]]:
@@ -93,6 +96,44 @@ def test_take_arrow_matches_take(batches: list[list[Any]], codec: Compression, s
     same(data, start=min(start, sum(map(len, batches))), step=step)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fetches=st.lists(st.tuples(st.lists(strategies.records, min_size=1, max_size=3),
+                                  strategies.codecs), min_size=1, max_size=4),
+       step=st.integers(1, 60))
+def test_one_poll_reads_several_partitions_into_one_set_of_columns(
+        fetches: list[tuple[list[list[Any]], Compression]], step: int) -> None:
+    """As Fetcher.fetched_arrow: each poll reads the fetches of several partitions (each its
+    own buffer, plain or compressed, bytes or not) into one PollColumns, and each partition's
+    records are one batch of it; the records and positions are poll()'s."""
+    datas = [build(batches, codec) for batches, codec in fetches]
+    tps = [TopicPartition(f"t{i % 2}", i) for i in range(len(datas))]
+    rows_fetches = [CompletedFetch(tp, 0, d, True, False, None) for tp, d in zip(tps, datas, strict=True)]
+    arrow_fetches = [CompletedFetch(tp, 0, bytearray(d) if i % 2 else d, True, False, None)
+                     for i, (tp, d) in enumerate(zip(tps, datas, strict=True))]
+    got: dict[TopicPartition, list[pa.RecordBatch]] = {tp: [] for tp in tps}
+    while not all(cf.consumed for cf in arrow_fetches):
+        columns = PollColumns()
+        pieces: dict[TopicPartition, list[Any]] = {}
+        remaining = step
+        for cf in arrow_fetches:
+            while remaining > 0 and not cf.consumed:
+                taken = cf.take_arrow(remaining, columns)
+                remaining -= sum(p.num_rows for p in taken)
+                if taken:
+                    pieces.setdefault(cf.tp, []).extend(taken)
+        assert remaining >= 0
+        for tp, p in pieces.items():
+            batch = assemble(columns, p)
+            assert batch.schema == ARROW_SCHEMA
+            assert set(batch.column("topic").to_pylist()) <= {tp.topic}
+            assert set(batch.column("partition").to_pylist()) <= {tp.partition}
+            got[tp].append(batch)
+    for a, b in zip(rows_fetches, arrow_fetches, strict=True):
+        table = pa.Table.from_batches(got[b.tp], schema=ARROW_SCHEMA)
+        assert as_rows(table) == expected(rows_of(a, step))
+        assert b.next_offset == a.next_offset
+
+
 def test_columns_nulls_empties_and_headers() -> None:
     records = [(1_700_000_000_000, None, b"", [("h", b"x" * 20), ("n", None), ("\u00e9", b"")]),
                (1_700_000_000_001, b"", None, []),
@@ -104,10 +145,8 @@ def test_columns_nulls_empties_and_headers() -> None:
     assert table.column("headers").to_pylist()[0] == [
         {"key": "h", "value": b"x" * 20}, {"key": "n", "value": None}, {"key": "\u00e9", "value": b""}]
     assert table.column("timestamp").to_pylist() == [r[0] for r in records]
-    batch = with_partition(TP.topic, TP.partition, table.to_batches())
-    assert batch.schema == ARROW_SCHEMA
-    assert set(batch.column("topic").to_pylist()) == {"arrow"}
-    assert set(batch.column("partition").to_pylist()) == {3}
+    assert table.column("topic").to_pylist() == ["arrow"] * 3
+    assert table.column("partition").to_pylist() == [3] * 3
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -143,10 +182,10 @@ def test_mixing_poll_and_poll_arrow_on_one_fetch() -> None:
     data = build([records[:60], records[60:]])
     cf = fetch(data)
     got = [r.offset for r in cf.take(7, None, None)]
-    got += cf.take_arrow(30)[0].column(2).to_pylist()  # rest of a batch poll() started
+    got += cf.take_arrow(30)[0].column("offset").to_pylist()  # rest of a batch poll() started
     got += [r.offset for r in cf.take(5, None, None)]  # rest of a batch poll_arrow() started
     while not cf.consumed:
-        got += [o for p in cf.take_arrow(40) for o in p.column(2).to_pylist()]
+        got += [o for p in cf.take_arrow(40) for o in p.column("offset").to_pylist()]
     assert got == list(range(100))
 
 
@@ -174,7 +213,7 @@ def test_corrupt_record_same_error_after_the_records_before_it() -> None:
     a, b = fetch(data, check_crcs=False), fetch(data, check_crcs=False)
     rows = a.take(100, None, None)
     pieces = b.take_arrow(100)
-    assert [r.offset for r in rows] == pieces[0].column(2).to_pylist() == list(range(12))
+    assert [r.offset for r in rows] == pieces[0].column("offset").to_pylist() == list(range(12))
     assert a.next_offset == b.next_offset == 12
     with pytest.raises(CorruptRecordError) as row_error:
         a.take(100, None, None)

@@ -148,33 +148,47 @@ def test_an_overlong_varint_is_refused() -> None:
             call()
 
 
-def columns_as_rows(data: bytes, sections: list[tuple[int, int, int, int]]) -> list[Any]:
+def columns_as_rows(data: bytes, sections: list[tuple[int, int, int, int]], want: int = 1 << 30,
+                    min_offset: int = 0) -> list[Any]:
     cols = M.RecordColumns()
     for start, end, count, base in sections:
-        M.record_columns(data, start, end, count, base, cols)
+        _, left = M.record_columns(data, start, end, count, want - cols.count, min_offset, base, cols)
+        assert left == 0 or cols.count == want
+        if left:
+            break
     n = cols.count
-    value_pos = list(itertools.accumulate(cols.value_steps))
-    offsets = cols.offsets or list(range(cols.first_offset, cols.first_offset + n))
-    keys = [None if kl < 0 else data[kp : kp + kl] for kp, kl in zip(cols.key_pos, cols.key_len, strict=True)] \
-        or [None] * n
-    values = [None if vl < 0 else data[vp : vp + vl] for vp, vl in zip(value_pos, cols.value_len, strict=True)]
+    sizes = [max(v, 0) for v in cols.value_len]
+    value_pos = [gap + sum(sizes[:i]) for i, gap in enumerate(itertools.accumulate(cols.value_gaps))]
+    rows_at = [*cols.offset_rows, n]  # offsets follow on from each listed one
+    offsets = [value + i - row for row, value, stop in zip(rows_at, cols.offset_values, rows_at[1:],
+                                                           strict=False)
+               for i in range(row, stop)]
+    keys = [None if kl < 0 else data[vp - kb : vp - kb + kl]
+            for kb, kl, vp in zip(cols.key_back, cols.key_len, value_pos, strict=False)] or [None] * n
     counts = cols.header_counts or [0] * n
-    pairs = [(data[kp : kp + kl].decode(), None if vl < 0 else data[vp : vp + vl])
-             for kp, kl, vp, vl in zip(cols.header_key_pos, cols.header_key_len,
-                                       cols.header_value_pos, cols.header_value_len, strict=True)]
+    value_ends = [p + s for p, s in zip(value_pos, sizes, strict=True)]
+    header_ends = [end for end, c in zip(value_ends, counts, strict=True) for _ in range(c)]
+    pairs = []
+    for end, ka, kl, va, vl in zip(header_ends, cols.header_key_at, cols.header_key_len,
+                                   cols.header_value_at, cols.header_value_len, strict=True):
+        kp = end + ka
+        pairs.append((data[kp : kp + kl].decode(), None if vl < 0 else data[kp + va : kp + va + vl]))
     headers, at = [], 0
     for c in counts:
         headers.append(pairs[at : at + c])
         at += c
+    values = [None if vl < 0 else data[vp : vp + vl] for vp, vl in zip(value_pos, cols.value_len, strict=True)]
     return list(zip(offsets, cols.timestamp_deltas, keys, values, headers, strict=True))
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(rs.records, min_size=1, max_size=3), st.lists(st.integers(0, 5), min_size=3, max_size=3))
-def test_record_columns_read_what_the_row_decoder_reads(batches: list[list[Any]], gaps: list[int]) -> None:
+@given(st.lists(rs.records, min_size=1, max_size=3), st.lists(st.integers(0, 5), min_size=3, max_size=3),
+       st.integers(1, 40), st.integers(0, 30))
+def test_record_columns_read_what_the_row_decoder_reads(batches: list[list[Any]], gaps: list[int],
+                                                        limit: int, skip: int) -> None:
     """Several sections of one buffer (a run of batches), with gaps between their offsets (a
     compacted log): keys, offsets and header counts are filled in once the first record needs
-    them."""
+    them; up to ``want`` records, those below ``min_offset`` checked but skipped."""
     data, sections, want, base = b"", [], [], 0
     for records, gap in zip(batches, gaps, strict=False):
         base += gap
@@ -187,6 +201,19 @@ def test_record_columns_read_what_the_row_decoder_reads(batches: list[list[Any]]
         data += section
         base += header.records_count
     assert columns_as_rows(data, sections) == want
+    assert columns_as_rows(data, sections, limit, skip) == [r for r in want if r[0] >= skip][:limit]
+
+
+def test_record_columns_stop_at_want_and_go_on_from_there() -> None:
+    section, _ = section_of([(rs.BASE_TS + i, None, b"v%d" % i, []) for i in range(10)])
+    cols = M.RecordColumns()
+    pos, left = M.record_columns(section, 0, len(section), 10, 4, 0, 1000, cols)
+    assert (cols.count, left) == (4, 6)
+    assert M.record_columns(section, pos, len(section), left, 100, 0, 1000, cols) == (len(section), 0)
+    assert cols.count == 10
+    assert (cols.offset_rows, cols.offset_values) == ([0], [1000])  # the rest follow on
+    with pytest.raises(ValueError, match="remain"):  # a section longer than its records
+        M.record_columns(section + b"\x00", 0, len(section) + 1, 10, 100, 0, 1000, M.RecordColumns())
 
 
 def test_record_columns_keep_offset_gaps_inside_a_batch() -> None:
@@ -199,4 +226,4 @@ def test_record_columns_keep_offset_gaps_inside_a_batch() -> None:
 def test_record_columns_refuse_a_record_that_lies(lie: str) -> None:
     data = LIES[lie] + handmade_record(1, b"fine")
     with pytest.raises((ValueError, IndexError)):
-        M.record_columns(data, 0, len(data), 2, 0, M.RecordColumns())
+        M.record_columns(data, 0, len(data), 2, 2, 0, 0, M.RecordColumns())
