@@ -269,10 +269,12 @@ class RecordBatchBuilder:
             delta = timestamps - base_ts
             ts_bytes = SMALL_VARINTS[delta] if 0 <= delta < SMALL_VARINT_LIMIT else encode_varlong(delta)
             max_ts = max(max_ts, timestamps)  # once per call
-        buf = self._buf
-        size = len(buf)
+        size = len(self._buf)
         soft = self._soft_limit
         small, small_limit = SMALL_VARINTS, SMALL_VARINT_LIMIT
+        # The records' pieces, joined once per call: a join and two bytearray appends per
+        # record cost more than the encoding itself.
+        pieces: list[bytes | bytearray | memoryview] = []
         i = start
         while i < end:
             if not constant_ts:
@@ -295,22 +297,29 @@ class RecordBatchBuilder:
                 n = len(value)
                 value_len = small[n] if n < small_limit else encode_varint(n)
             hs = None if headers is None else headers[i]
-            record = b"".join((
-                _ATTRIBUTES, ts_bytes, small[count] if count < small_limit else encode_varint(count),
-                key_len, key, value_len, value, encode_headers(hs) if hs else _EMPTY_HEADERS,
-            ))
-            n = len(record)
+            header_bytes = encode_headers(hs) if hs else _EMPTY_HEADERS
+            offset_delta = small[count] if count < small_limit else encode_varint(count)
+            n = (1 + len(ts_bytes) + len(offset_delta) + len(key_len) + len(key) + len(value_len) + len(value)
+                 + len(header_bytes))
             length = small[n] if n < small_limit else encode_varint(n)
             # 5 = the widest length varint: below the soft limit the record surely fits.
-            if count and size + n + 5 > soft and not self._fits(n + len(length)):
-                break
-            buf += length
-            buf += record
+            if count and size + n + 5 > soft and self._estimate(size) + n + len(length) > self.batch_size_limit:
+                break  # Java's hasRoomFor, as _fits, on the size so far
+            pieces.append(length)
+            pieces.append(_ATTRIBUTES)
+            pieces.append(ts_bytes)
+            pieces.append(offset_delta)
+            pieces.append(key_len)
+            pieces.append(key)
+            pieces.append(value_len)
+            pieces.append(value)
+            pieces.append(header_bytes)
             if not constant_ts and ts > max_ts:  # only records that fit count
                 max_ts = ts
             size += len(length) + n
             count += 1
             i += 1
+        self._buf += b"".join(pieces)
         self._end_bulk(i > start, max_ts, count, size)
         return i
 
