@@ -152,9 +152,11 @@ class RecordBatchBuilder:
         estimated_compression_ratio: float = 1.0,
         is_control: bool = False,
     ) -> None:
-        self.compression = Compression(compression)
+        # A builder per batch: skip the enum lookups (a Python-level call each) for members.
+        self.compression = compression if type(compression) is Compression else Compression(compression)
         self.compression_level = validate_level(self.compression, compression_level)
-        self.timestamp_type = TimestampType(timestamp_type)
+        self.timestamp_type = (timestamp_type if type(timestamp_type) is TimestampType
+                               else TimestampType(timestamp_type))
         if self.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
             raise ValueError("a v2 batch needs CREATE_TIME or LOG_APPEND_TIME")
         self.producer_id = producer_id

@@ -83,7 +83,8 @@ def default_level(codec: Compression) -> int | None:
 
 def validate_level(codec: Compression, level: int | None) -> int | None:
     """Return the effective level, raising ValueError for one Kafka would reject."""
-    codec = Compression(codec)
+    if type(codec) is not Compression:
+        codec = Compression(codec)
     if level is None:
         return default_level(codec)
     if codec not in LEVEL_RANGES:
