@@ -126,7 +126,9 @@ class RequestContext:
     def respond_frame(self, chunks: list[Any]) -> None:
         """Send a response already encoded as a size-prefixed frame (chunks as encode_response
         gives them), for handlers that build their usual answer from a template."""
-        self._complete("respond")
+        if self._done:  # (_complete's check inline: once per produced batch)
+            self._complete("respond")
+        self._done = True
         self._sink.send_response(self._conn, chunks)
 
     def no_response(self) -> None:

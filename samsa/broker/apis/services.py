@@ -19,7 +19,7 @@ from samsa.broker.purgatory import Purgatory
 from samsa.broker.request_channel import RequestContext
 from samsa.broker.scram_credentials import ScramCredentialStore
 from samsa.broker.txn import TransactionCoordinator
-from samsa.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from samsa.errors import TopicAlreadyExistsError
 from samsa.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -114,10 +114,7 @@ class BrokerServices:
         return self.logs.topic(name)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        try:
-            return self.logs.get_log(topic, partition)
-        except UnknownTopicOrPartitionError:
-            return None
+        return self.logs.find_log(topic, partition)
 
     @staticmethod
     def leader_epoch(log: Log | None) -> int:

@@ -172,10 +172,16 @@ class OffsetIndex(_IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); ignored unless both exceed the last entry's."""
-        relative = self._relative(offset)
-        if self._keys and (relative <= self._keys[-1] or position <= self._values[-1]):
+        # (The range check inline, and the lists appended here: a segment appends an entry
+        # for about every produced batch.)
+        relative = offset - self.base_offset
+        if not 0 <= relative <= _INT32_MAX:
+            self._relative(offset)  # raises
+        keys = self._keys
+        if keys and (relative <= keys[-1] or position <= self._values[-1]):
             return
-        self._add(relative, position)
+        keys.append(relative)
+        self._values.append(position)
 
     def lookup(self, offset: int) -> OffsetPosition:
         """The greatest entry with offset <= ``offset``, else (base offset, 0)."""
@@ -226,10 +232,14 @@ class TimeIndex(_IndexFile):
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's."""
-        relative = self._relative(offset)
-        if self._keys and (timestamp <= self._keys[-1] or relative < self._values[-1]):
+        relative = offset - self.base_offset  # (as OffsetIndex.append)
+        if not 0 <= relative <= _INT32_MAX:
+            self._relative(offset)  # raises
+        keys = self._keys
+        if keys and (timestamp <= keys[-1] or relative < self._values[-1]):
             return
-        self._add(timestamp, relative)
+        keys.append(timestamp)
+        self._values.append(relative)
 
     def lookup_before(self, timestamp: int) -> TimestampOffset:
         """The last entry whose timestamp is < ``timestamp``, else (-1, base offset).

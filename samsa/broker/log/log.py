@@ -404,7 +404,8 @@ class Log:
         else:
             buf = bytearray(records)
         with self._lock:
-            self._check_open()
+            if self._closed:
+                self._check_open()
             if timestamp_type_override is None:
                 log_append_time = self.config.log_append_time
             else:
@@ -478,7 +479,8 @@ class Log:
             header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
             # Messages are built only when needed: this runs for every produced batch.  (Fields
             # and flag masks rather than BatchHeader's properties: a call each.)
-            where = BatchPlace(pos, self.topic, self.partition)
+            # (tuple.__new__: a NamedTuple's own constructor is a Python-level call.)
+            where = _new_tuple(BatchPlace, (pos, self.topic, self.partition))
             count = header.records_count
             attributes = header.attributes
             producer_id = header.producer_id
@@ -613,13 +615,16 @@ class Log:
             messages += header.records_count
             next_offset += header.last_offset_delta + 1
         segment = self.segments[-1]
+        config = self.config
         if segment.should_roll(
             incoming_bytes=len(buf),
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=next_offset - 1,
             now_ms=now_ms,
-            segment_bytes=self.config.segment_bytes,
-            segment_ms=self._roll_ms(),
+            segment_bytes=config.segment_bytes,
+            # (_roll_ms called only where it differs: a call less per append.)
+            segment_ms=(config.segment_ms if "compact" not in config.cleanup_policy
+                        else self._roll_ms()),
         ):
             segment = self._roll(now_ms)
         path = self._epoch_path
@@ -641,12 +646,9 @@ class Log:
         if self._unflushed_messages >= self.config.flush_messages:
             self._flush(next_offset)
         self._high_watermark = next_offset
-        return AppendResult(
-            first_offset,
-            next_offset - 1,
-            now_ms if log_append_time else -1,
-            self._log_start_offset,
-        )
+        return _new_tuple(AppendResult, (first_offset, next_offset - 1,
+                                         now_ms if log_append_time else -1,
+                                         self._log_start_offset, False))
 
     def _roll_ms(self) -> int:
         """segment.ms, capped for a compacted log by max.compaction.lag.ms: the active

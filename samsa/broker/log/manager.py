@@ -468,6 +468,10 @@ class LogManager:
             raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist on this broker")
         return found
 
+    def find_log(self, topic: str, partition: int) -> Log | None:
+        """The partition's Log, or None (one dict lookup: asked for every produced batch)."""
+        return self._logs.get((topic, partition))
+
     def logs(self) -> dict[tuple[str, int], Log]:
         with self._lock:
             return dict(self._logs)

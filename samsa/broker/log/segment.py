@@ -226,9 +226,10 @@ class LogSegment:
         position = self.size
         for header in headers:
             self._index_batch(position, header)
-            position += header.size
+            position += header.batch_length + LOG_OVERHEAD  # (fields, not the properties)
         self.size = position
-        self.next_offset = headers[-1].next_offset
+        last = headers[-1]
+        self.next_offset = last.base_offset + last.last_offset_delta + 1
         self.flushed = False
 
     def truncate_to(self, offset: int) -> int:

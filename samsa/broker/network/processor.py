@@ -88,6 +88,7 @@ _NEW, _WRITABLE, _CLOSE, _RESUME, _DISPATCH, _NEXT = range(6)
 _ApiVersionsRequest: Any = APIS[_API_VERSIONS].request_class
 _SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
 _SIZE = struct.Struct(">i")
+_get_ident = threading.get_ident  # (_on_thread inlined on the per-request paths)
 _PLAINTEXT = Endpoint.plaintext()
 
 
@@ -452,7 +453,8 @@ class Processor:
             ctx = RequestContext(header, body, conn.id, conn.client_host, conn.listener,
                                  received * 1000.0, len(frame), self, conn, conn.principal)
         inline = self._inline
-        if inline is not None and self._channel.empty() and self._on_thread() and inline(ctx):
+        if inline is not None and self._channel.empty() and _get_ident() == self._ident \
+                and inline(ctx):
             return self._run_inline(conn, ctx)
         self._enqueue(ctx)
         return False
@@ -520,7 +522,7 @@ class Processor:
 
     def _request_finished(self, conn: Connection) -> None:
         """A request's response is written (or none was due): start the connection's next."""
-        if self._inline_conn is not None and self._on_thread():
+        if self._inline_conn is not None and _get_ident() == self._ident:
             if conn is self._inline_conn:
                 self._inline_done = True  # _run_requests' loop takes the next frame
             else:
@@ -593,7 +595,7 @@ class Processor:
                     # as one segment: one wakeup of the client and one trip through loopback
                     # TCP instead of one per response.  _push ends the hold.
                     more = (self._inline_conn is conn and (self._frames_left or conn.pending)
-                            and self._on_thread())
+                            and _get_ident() == self._ident)
                     data = chunks[0]
                     try:
                         sent = conn.sock.send(data, _MSG_MORE if more else 0)
