@@ -561,10 +561,7 @@ class RecordAccumulator:
             if delta is None:
                 last.appends_closed = True
                 return None
-            future = RecordFuture(
-                last.result, delta, timestamp,
-                -1 if key is None else len(key), -1 if value is None else len(value),
-            )
+            future = last.result.record_future(delta, timestamp, key, value)
             if callback is not None:
                 last.thunks.append((callback, future))
             last.last_append_ms = now_ms

@@ -204,13 +204,7 @@ class ProducerBatch:
         delta = builder.append(timestamp, key, value, headers)
         if delta is None:
             return None
-        future = RecordFuture(
-            self.result,
-            delta,
-            timestamp,
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
-        )
+        future = self.result.record_future(delta, timestamp, key, value)
         if callback is not None:
             self.thunks.append((callback, future))
         self.last_append_ms = now_ms

@@ -45,6 +45,15 @@ def test_success_metadata_uses_base_plus_relative_offset() -> None:
     assert futures[0].exception() is None
 
 
+def test_record_future_gives_the_records_handle_with_its_serialized_sizes() -> None:
+    result = ProduceRequestResult("t", 2)
+    keyed, keyless = result.record_future(4, 1000, b"key", b"value"), result.record_future(5, 1001, None, None)
+    result.set(100, -1)
+    result.mark_done()
+    assert keyed.get(0) == RecordMetadata("t", 2, 104, 1000, 3, 5)
+    assert keyless.get(0) == RecordMetadata("t", 2, 105, 1001, -1, -1)
+
+
 def test_log_append_time_replaces_create_time() -> None:
     result, futures = make()
     result.set(0, 555)
