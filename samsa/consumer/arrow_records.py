@@ -88,11 +88,13 @@ class Rows(NamedTuple):
 
 
 class RunRead(NamedTuple):
-    """What PollColumns.read_run took: how many records, the offset after the last one, and,
-    when it stopped inside the run's last batch, that batch's records section (a copy) with
-    the position of the next record in it and how many are left."""
+    """What PollColumns.read_run took: how many records (``rows``: where, None if none), the
+    offset after the last one, and, when it stopped inside the run's last batch, that batch's
+    records section (a copy) with the position of the next record in it and how many are
+    left."""
 
     taken: int
+    rows: Rows | None
     next_offset: int
     rest: tuple[bytes, int, int] | None
 
@@ -219,12 +221,7 @@ class PollColumns:
         self._buffers: list[bytes] = []
         self._partitions: list[TopicPartition] = []
         # Per batch read: its rows, buffer, partition, timestamp type, base and max timestamp.
-        self._sec_rows: list[int] = []
-        self._sec_buffer: list[int] = []
-        self._sec_partition: list[int] = []
-        self._sec_type: list[int] = []
-        self._sec_base_ts: list[int] = []
-        self._sec_max_ts: list[int] = []
+        self._sections: list[tuple[int, int, int, int, int, int]] = []
         self._batch: pa.RecordBatch | None = None
 
     @property
@@ -249,7 +246,7 @@ class PollColumns:
         assert spans is not None
         cols = self.cols
         mark = _mark(cols)
-        secs = len(self._sec_rows)
+        secs = len(self._sections)
         if self._buffers and self._buffers[-1] is data:
             buffer = len(self._buffers) - 1
         else:
@@ -270,12 +267,8 @@ class PollColumns:
                                            h.base_offset, cols)
                 rows = cols.count - before
                 if rows:
-                    self._sec_rows.append(rows)
-                    self._sec_buffer.append(buffer)
-                    self._sec_partition.append(partition)
-                    self._sec_type.append(int(h.timestamp_type))
-                    self._sec_base_ts.append(h.base_timestamp)
-                    self._sec_max_ts.append(h.max_timestamp)
+                    self._sections.append((rows, buffer, partition, int(h.timestamp_type),
+                                           h.base_timestamp, h.max_timestamp))
                     taken += rows
                 if left:
                     # Stopped at ``want``: only ever in the run's last batch (the caller adds
@@ -287,12 +280,11 @@ class PollColumns:
                     rest = (section, pos - sec_start, left)
         except (ValueError, IndexError):
             _rollback(cols, mark)
-            for lst in (self._sec_rows, self._sec_buffer, self._sec_partition, self._sec_type,
-                        self._sec_base_ts, self._sec_max_ts):
-                del lst[secs:]
+            del self._sections[secs:]
             return None
         next_offset = cols.next_offset if rest is not None else batches[-1].next_offset
-        return RunRead(taken, next_offset, rest)
+        return RunRead(taken, Rows(cols.count - taken, taken) if taken else None, next_offset,
+                       rest)
 
     def finish(self) -> pa.RecordBatch:
         """Every record read, in ARROW_SCHEMA, in the order read."""
@@ -305,11 +297,12 @@ class PollColumns:
         n = cols.count
         if n == 0:
             return with_partition("", 0, [empty_piece()])
-        sec_rows = _int64s(self._sec_rows)
+        counts, buffers, partitions, kinds, base_ts, max_ts = zip(*self._sections, strict=True)
+        sec_rows = _int64s(list(counts))
         # Which rows lie in which buffer.
         segments: list[tuple[int, int, int]] = []
         row = 0
-        for rows, k in zip(self._sec_rows, self._sec_buffer, strict=True):
+        for rows, k in zip(counts, buffers, strict=True):
             if segments and segments[-1][2] == k:
                 segments[-1] = (segments[-1][0], row + rows, k)
             else:
@@ -317,7 +310,7 @@ class PollColumns:
             row += rows
         row_buffer = None
         if len(self._buffers) > 1:
-            row_buffer = np.repeat(_int32s(self._sec_buffer), sec_rows)
+            row_buffer = np.repeat(np.array(buffers, np.int32), sec_rows)
         bufs = _Buffers.of(self._buffers, row_buffer, segments)
         # A value's position: the previous value's end plus its gap.
         value_len = _int64s(cols.value_len)
@@ -333,19 +326,31 @@ class PollColumns:
         rows_at = _int64s([*cols.offset_rows, n])
         offsets = np.arange(n, dtype=np.int64) + np.repeat(
             _int64s(cols.offset_values) - rows_at[:-1], np.diff(rows_at))
-        stamps = _int64s(cols.timestamp_deltas) + np.repeat(_int64s(self._sec_base_ts), sec_rows)
-        kinds = np.array(self._sec_type, np.int8)
-        if _LOG_APPEND_TIME in self._sec_type:  # every record gets its batch's max timestamp
-            stamps = np.where(np.repeat(kinds == _LOG_APPEND_TIME, sec_rows),
-                              np.repeat(_int64s(self._sec_max_ts), sec_rows), stamps)
-        which = np.repeat(_int32s(self._sec_partition), sec_rows)
+        stamps = _int64s(cols.timestamp_deltas) + np.repeat(_int64s(list(base_ts)), sec_rows)
+        types = np.array(kinds, np.int8)
+        if _LOG_APPEND_TIME in kinds:  # every record gets its batch's max timestamp
+            stamps = np.where(np.repeat(types == _LOG_APPEND_TIME, sec_rows),
+                              np.repeat(_int64s(list(max_ts)), sec_rows), stamps)
         tps = self._partitions
-        topics = pa.array([tp.topic for tp in tps], pa.string()).take(pa.array(which))
-        partitions = np.array([tp.partition for tp in tps], np.int32)[which]
         return pa.RecordBatch.from_arrays([
-            keys, values, topics, pa.array(partitions), pa.array(offsets), pa.array(stamps),
-            pa.array(np.repeat(kinds, sec_rows)), _headers(bufs, cols, value_pos + value_size),
+            keys, values, _topics(tps, partitions, counts, sec_rows),
+            pa.array(np.repeat(np.array([tps[p].partition for p in partitions], np.int32),
+                               sec_rows)),
+            pa.array(offsets), pa.array(stamps), pa.array(np.repeat(types, sec_rows)),
+            _headers(bufs, cols, value_pos + value_size),
         ], schema=ARROW_SCHEMA)
+
+
+def _topics(tps: list[TopicPartition], partitions: Sequence[int], counts: Sequence[int],
+            sec_rows: np.ndarray) -> pa.Array:
+    """The topic column: each section's partition's topic, once per row."""
+    names = [tp.topic.encode() for tp in tps]
+    lengths = np.repeat(np.array([len(names[p]) for p in partitions], np.int32), sec_rows)
+    offsets = np.zeros(len(lengths) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = b"".join([names[p] * rows for p, rows in zip(partitions, counts, strict=True)])
+    return pa.Array.from_buffers(pa.string(), len(lengths),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _mark(cols: RecordColumns) -> tuple[int, ...]:

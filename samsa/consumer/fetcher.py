@@ -63,7 +63,7 @@ from samsa.records.record_loops import decode_rows, scan_rows
 if TYPE_CHECKING:  # pyarrow is optional: poll_arrow() imports them
     from samsa.consumer.arrow_records import PollColumns, RunRead
 
-__all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher"]
+__all__ = ["EARLIEST", "LATEST", "CompletedFetch", "Fetcher", "ResponseData"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,35 @@ _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not lead
 #                                              fenced/unknown leader epoch, unknown topic id
 
 
+class ResponseData:
+    """The records of every partition of one fetch response, joined into one bytes the first
+    time poll_arrow() reads any of them (poll() reads each partition's as it came): the
+    compiled loop reads bytes, and one buffer for them all makes one set of numpy and Arrow
+    calls per response in PollColumns, not one per partition."""
+
+    __slots__ = ("_data", "_parts", "_starts")
+
+    def __init__(self) -> None:
+        self._parts: list[Any] = []
+        self._data: bytes | None = None
+        self._starts: list[int] = []
+
+    def add(self, records: Any) -> int:
+        self._parts.append(records)
+        return len(self._parts) - 1
+
+    def joined(self, part: int) -> tuple[bytes, int]:
+        """All the records, and where those of ``part`` start in them."""
+        if self._data is None:
+            at = 0
+            for records in self._parts:
+                self._starts.append(at)
+                at += len(records)
+            self._data = b"".join(self._parts)
+            self._parts = []
+        return self._data, self._starts[part]
+
+
 class CompletedFetch:
     """One partition's data from one fetch response, consumed in pieces by poll()."""
 
@@ -90,7 +119,9 @@ class CompletedFetch:
         "_batches",
         "_data",
         "_error",
+        "_part",
         "_records",
+        "_response",
         "check_crcs",
         "fetch_offset",
         "leader_epoch",
@@ -102,8 +133,11 @@ class CompletedFetch:
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: Any, check_crcs: bool,
                  read_committed: bool, aborted: list[Any] | None, *,
-                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> None:
+                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 response: ResponseData | None = None) -> None:
         self.tp = tp
+        self._response = response
+        self._part = -1 if response is None else response.add(data)
         self.max_decompressed_bytes = max_decompressed_bytes
         self.fetch_offset = fetch_offset
         self.next_offset = fetch_offset
@@ -345,7 +379,7 @@ class CompletedFetch:
                              self.max_decompressed_bytes, resume=cursor.position)
         if read is None:
             return self._read_rows([batch], start, want, out)
-        return self._took(read, batch, cols, out)
+        return self._took(read, batch, out)
 
     def _read_run(self, run: list[AnyBatch], start: int, want: int, cols: PollColumns,
                   out: list[Any]) -> int:
@@ -358,18 +392,20 @@ class CompletedFetch:
             if kind == _COMPRESSED:
                 data, spans = None, None
             else:
-                data, spans = self._data_bytes(), [b.section_span()[1:] for b in v2]
+                data, shift = self._data_bytes()
+                spans = []
+                for b in v2:
+                    _, sec_start, sec_end = b.section_span()
+                    spans.append((sec_start + shift, sec_end + shift))
             read = cols.read_run(self.tp, v2, data, spans, start, want,
                                  self.max_decompressed_bytes)
             if read is not None:
-                return self._took(read, v2[-1], cols, out)
+                return self._took(read, v2[-1], out)
         return self._read_rows(run, start, want, out)
 
-    def _took(self, read: RunRead, last: RecordBatch, cols: PollColumns, out: list[Any]) -> int:
-        from samsa.consumer.arrow_records import Rows
-
-        if read.taken:
-            out.append(Rows(cols.count - read.taken, read.taken))
+    def _took(self, read: RunRead, last: RecordBatch, out: list[Any]) -> int:
+        if read.rows is not None:
+            out.append(read.rows)
         self.next_offset = max(self.next_offset, read.next_offset)
         if read.rest is not None:
             # Stopped inside the last batch: the next take (either kind) goes on from there.
@@ -409,13 +445,17 @@ class CompletedFetch:
             self.next_offset = max(self.next_offset, run[-1].next_offset)
         return len(taken)
 
-    def _data_bytes(self) -> bytes:
-        """The fetched data as bytes, which the compiled loop reads (copied once if need be)."""
+    def _data_bytes(self) -> tuple[bytes, int]:
+        """The fetched data as bytes, which the compiled loop reads, and where it starts in
+        them: the response's partitions joined (ResponseData), or this one's copied once if
+        need be."""
+        if self._response is not None:
+            return self._response.joined(self._part)
         data = self._data
         if type(data) is not bytes:
             with memoryview(data) as view:
                 data = self._data = view.tobytes()
-        return data
+        return data, 0
 
     def _consumer_records(self, records: Iterable[Any], key_fn: DeserializeFn | None,
                           value_fn: DeserializeFn | None) -> list[ConsumerRecord]:
@@ -718,6 +758,7 @@ class Fetcher:
             return
         subs = self.subscriptions
         stale = assignment_id != subs.assignment_id
+        response_data: ResponseData | None = None
         for topic_data in body.responses:
             topic = topic_data.topic
             for p in topic_data.partitions:
@@ -735,10 +776,13 @@ class Fetcher:
                         st.log_start_offset = p.log_start_offset
                     records = p.records
                     if records:
+                        if response_data is None:
+                            response_data = ResponseData()
                         self.completed.append(CompletedFetch(
                             tp, fetch_offset, records, self.check_crcs, self.read_committed,
                             p.aborted_transactions,
-                            max_decompressed_bytes=self.max_decompressed_bytes))
+                            max_decompressed_bytes=self.max_decompressed_bytes,
+                            response=response_data))
                 elif code == OffsetOutOfRangeError.code:
                     if subs.default_reset == "none" or stale:
                         self._pending_error = OffsetOutOfRangeError(

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samsa.consumer.arrow_records import ARROW_SCHEMA, PollColumns, assemble
-from samsa.consumer.fetcher import CompletedFetch
+from samsa.consumer.fetcher import CompletedFetch, ResponseData
 from samsa.errors import CorruptRecordError
 from samsa.net.cluster import TopicPartition
 from samsa.records import Compression, RecordBatchBuilder, TimestampType
@@ -102,13 +102,16 @@ def test_take_arrow_matches_take(batches: list[list[Any]], codec: Compression, s
        step=st.integers(1, 60))
 def test_one_poll_reads_several_partitions_into_one_set_of_columns(
         fetches: list[tuple[list[list[Any]], Compression]], step: int) -> None:
-    """As Fetcher.fetched_arrow: each poll reads the fetches of several partitions (each its
-    own buffer, plain or compressed, bytes or not) into one PollColumns, and each partition's
-    records are one batch of it; the records and positions are poll()'s."""
+    """As Fetcher.fetched_arrow: each poll reads the fetches of several partitions (some of one
+    response, joined into one buffer, others each in its own; plain or compressed, bytes or
+    not) into one PollColumns, and each partition's records are one batch of it; the records
+    and positions are poll()'s."""
     datas = [build(batches, codec) for batches, codec in fetches]
     tps = [TopicPartition(f"t{i % 2}", i) for i in range(len(datas))]
     rows_fetches = [CompletedFetch(tp, 0, d, True, False, None) for tp, d in zip(tps, datas, strict=True)]
-    arrow_fetches = [CompletedFetch(tp, 0, bytearray(d) if i % 2 else d, True, False, None)
+    response = ResponseData()  # the partitions of one fetch response, joined when first read
+    arrow_fetches = [CompletedFetch(tp, 0, bytearray(d) if i % 3 else d, True, False, None,
+                                    response=response if i % 2 == 0 else None)
                      for i, (tp, d) in enumerate(zip(tps, datas, strict=True))]
     got: dict[TopicPartition, list[pa.RecordBatch]] = {tp: [] for tp in tps}
     while not all(cf.consumed for cf in arrow_fetches):
