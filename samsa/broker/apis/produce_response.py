@@ -19,6 +19,10 @@ __all__ = ["success_frame"]
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+# PartitionIndex, ErrorCode (0), BaseOffset, LogAppendTimeMs and, from v5, LogStartOffset follow
+# one another in every version: patched with one call.
+_FIELDS = struct.Struct(">ihqq")
+_FIELDS_V5 = struct.Struct(">ihqqq")
 # Distinct probe values whose encodings cannot occur elsewhere in the probe frame.
 _PROBE_CORRELATION = 0x5A17C0DE
 _PROBE_INDEX = 0x5A1DE7E5
@@ -47,6 +51,11 @@ class _Template:
         self.append_time_at = _find(frame, _I64.pack(_PROBE_APPEND_TIME))
         # log_start_offset exists from v5; before that the field is not on the wire.
         self.start_offset_at = _find(frame, _I64.pack(_PROBE_START_OFFSET), optional=True)
+        if (self.base_offset_at != self.index_at + 6
+                or self.append_time_at != self.base_offset_at + 8
+                or self.start_offset_at not in (-1, self.append_time_at + 8)):
+            raise AssertionError(f"ProduceResponse v{version}: the patched fields are not "
+                                 "contiguous")
 
 
 def _find(frame: bytes, pattern: bytes, *, optional: bool = False) -> int:
@@ -73,9 +82,9 @@ def success_frame(version: int, correlation_id: int, topic: str, index: int, bas
             _templates[(version, topic)] = template
     out = bytearray(template.frame)
     _I32.pack_into(out, template.correlation_at, correlation_id)
-    _I32.pack_into(out, template.index_at, index)
-    _I64.pack_into(out, template.base_offset_at, base_offset)
-    _I64.pack_into(out, template.append_time_at, log_append_time_ms)
     if template.start_offset_at >= 0:
-        _I64.pack_into(out, template.start_offset_at, log_start_offset)
+        _FIELDS_V5.pack_into(out, template.index_at, index, 0, base_offset, log_append_time_ms,
+                             log_start_offset)
+    else:
+        _FIELDS.pack_into(out, template.index_at, index, 0, base_offset, log_append_time_ms)
     return bytes(out)
