@@ -218,7 +218,11 @@ WORKERS = {"samsa": run_samsa, "samsa-500": run_samsa_500, "samsa-arrow": run_sa
 
 @contextmanager
 def samsa_broker() -> Iterator[str]:
-    data_dir = tempfile.mkdtemp(prefix="samsa-bench-consumer-")
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-consumer-") as data_dir:
+        yield from _samsa_broker(data_dir)  # the ~100 MiB log goes with it
+
+
+def _samsa_broker(data_dir: str) -> Iterator[str]:
     cmd = [sys.executable, "-m", "samsa.cli", "broker", "--host", "127.0.0.1", "--port", "0",
            "--data-dir", data_dir, "--log-level", "WARNING"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
