@@ -31,8 +31,10 @@ seconds, and the ratios of samsa's records/s to kafka-python's and to confluent-
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -317,6 +319,8 @@ def start_broker(partitions: int) -> tuple[Any, str]:
     from samsa.broker import Broker
 
     data_dir = tempfile.mkdtemp(prefix="samsa-bench-")
+    # A run writes GBs: remove them when the bench ends, however it ends.
+    atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
     # Topics are auto-created on first use, with this many partitions, for every client alike.
     broker = Broker(data_dir=data_dir, port=0, config={"num.partitions": partitions})
     broker.__enter__()
