@@ -155,12 +155,15 @@ class KafkaChannel:
 
     # -- writing -------------------------------------------------------------------------
 
+    # What a non-blocking send raises when the socket takes nothing now.
+    _WOULD_BLOCK: tuple[type[OSError], ...] = (BlockingIOError,)
+
     def write_now(self, send: NetworkSend) -> bool:
         """Try to write a send when nothing is queued; queue what does not fit.
         Returns True if the whole send went out."""
         try:
             n = self.sock.send(send.data)
-        except BlockingIOError:
+        except self._WOULD_BLOCK:
             n = 0
         self.bytes_sent += n
         if n == send.size:
@@ -304,6 +307,7 @@ class SslKafkaChannel(KafkaChannel):
     SslAuthenticationError naming ``peer`` and the check that failed."""
 
     __slots__ = ("_context", "_server_hostname", "peer")
+    _WOULD_BLOCK = (ssl.SSLWantWriteError, ssl.SSLWantReadError)
 
     def __init__(self, node_id: int, sock: socket.socket, address: Any, max_receive_size: int,
                  context: ssl.SSLContext, server_hostname: str | None, peer: str) -> None:
@@ -345,19 +349,6 @@ class SslKafkaChannel(KafkaChannel):
             raise SslAuthenticationError(f"TLS handshake with {self.peer} failed: {_ssl_reason(e)}") from None
         self.state = ChannelState.CONNECTED
         return 0
-
-    def write_now(self, send: NetworkSend) -> bool:
-        try:
-            n = self.sock.send(send.data)
-        except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
-            n = 0
-        self.bytes_sent += n
-        if n == send.size:
-            send.completed = True
-            return True
-        self.sends.append(send)
-        self.send_offset = n
-        return False
 
     def write(self, completed: list[NetworkSend]) -> None:
         sends = self.sends
