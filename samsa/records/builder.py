@@ -218,20 +218,16 @@ class RecordBatchBuilder:
         else:
             n = len(value)
             value_len = small[n] if n < _SMALL_LIMIT else encode_varint(n)
-        # One join builds the record (any buffer, bytearray/memoryview too): cheaper than a
-        # %b format, which parses its format string on every call.
-        record = b"".join((
-            _ATTRIBUTES, ts_bytes, od_bytes, key_len, key, value_len, value,
-            encode_headers(headers) if headers else _EMPTY_HEADERS,
-        ))
-        n = len(record)
+        header_bytes = encode_headers(headers) if headers else _EMPTY_HEADERS
+        n = 1 + len(ts_bytes) + len(od_bytes) + len(key_len) + len(key) + len(value_len) + len(value) + len(header_bytes)
         length = small[n] if n < _SMALL_LIMIT else encode_varint(n)
         buf = self._buf
         # 5 = the widest length varint: below the soft limit the record surely fits.
         if count and len(buf) + n + 5 > self._soft_limit and not self._fits(n + len(length)):
             return None
-        buf += length
-        buf += record
+        # One join builds the record (any buffer, bytearray/memoryview too), appended at once:
+        # cheaper than a %b format, which parses its format string on every call.
+        buf += b"".join((length, _ATTRIBUTES, ts_bytes, od_bytes, key_len, key, value_len, value, header_bytes))
         # Only now: a record that did not fit must not raise the batch's max timestamp.
         if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 (max() is a call per record)
             self._max_timestamp = timestamp_ms
