@@ -46,3 +46,18 @@ def test_a_slice_keeps_its_own_headers() -> None:
     batch = to_spark_batch(polled(rows).slice(4, 4), include_headers=True)
     assert batch.to_pydict()["headers"] == [
         [{"key": "i", "value": str(i).encode()}] if i % 3 else None for i in range(4, 8)]
+
+
+def test_the_executor_consumer_has_the_broker_answer_at_once() -> None:
+    """A fetch past the end of a range (the consumer's prefetch) must not hold up the next
+    range's: the executor's consumer asks the broker not to wait for data (an executor reads
+    only offsets that exist) unless kafka.fetch.max.wait.ms says otherwise."""
+    from samsa.spark import fetch
+
+    servers = {"bootstrap.servers": "127.0.0.1:1"}
+    for client, wait in ((servers, 10), ({**servers, "fetch.max.wait.ms": "300"}, 300)):
+        consumer = fetch._consumer(client, None)
+        try:
+            assert consumer.config["fetch.max.wait.ms"] == wait
+        finally:
+            consumer.close()
