@@ -97,11 +97,32 @@ def _record_fields(data: bytes, pos: int, end: int
     record_end = pos + length
     if length < 6 or record_end > end:
         raise ValueError(f"record length {length} at byte {pos} does not fit the batch")
-    ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)  # after the attributes
-    offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
-    key_len, key_pos, pos = _sized(data, pos, record_end, "key")
+    # One-byte varints, the common case, are read here rather than by a call each.
+    b = data[pos + 1]  # after the attributes
+    if b < 0x80:
+        ts_delta = (b >> 1) ^ -(b & 1)
+        pos += 2
+    else:
+        ts_delta, pos = _varint(data, pos + 1, _MAX_VARLONG_SHIFT)
+    b = data[pos]
+    if b < 0x80:
+        offset_delta = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        offset_delta, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    if data[pos] == 1:  # a null key
+        key_len = -1
+        pos += 1
+        key_pos = pos
+    else:
+        key_len, key_pos, pos = _sized(data, pos, record_end, "key")
     value_len, value_pos, pos = _sized(data, pos, record_end, "value")
-    header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
+    b = data[pos]
+    if b < 0x80:
+        header_count = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        header_count, pos = _varint(data, pos, _MAX_VARINT_SHIFT)
     if header_count < 0:
         raise ValueError(f"negative header count {header_count}")
     return (record_end, ts_delta, offset_delta, key_pos, key_len, value_pos, value_len, pos,
