@@ -233,7 +233,9 @@ class KafkaChannel:
                 self._body_pos += n
                 if self._body_pos < len(body):
                     return  # a short read: the socket is drained
-                out.append(NetworkReceive(self.id, body))
+                # A view, as small frames are: the records a FetchResponse decodes from it are
+                # then slices of it, not copies.
+                out.append(NetworkReceive(self.id, view))
                 self._body = self._body_view = None
                 continue
             try:
@@ -402,7 +404,7 @@ class SslKafkaChannel(KafkaChannel):
                 self.bytes_received += n
                 self._body_pos += n
                 if self._body_pos == len(body):
-                    out.append(NetworkReceive(self.id, body))
+                    out.append(NetworkReceive(self.id, view))  # a view, as KafkaChannel.read
                     self._body = self._body_view = None
                 continue
             chunk = sock.recv(READ_CHUNK)
