@@ -94,6 +94,7 @@ class ResponseData:
         self._starts: list[int] = []
 
     def add(self, records: Any) -> int:
+        assert self._data is None, "every partition of a response is added before any is read"
         self._parts.append(records)
         return len(self._parts) - 1
 
