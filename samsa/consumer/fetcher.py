@@ -313,11 +313,14 @@ class CompletedFetch:
         into ``columns`` (samsa.consumer.arrow_records.Rows of it), and those the row decoder
         reads (v0/v1 message sets, a run with a corrupt record) as RecordBatches in ARROW_SCHEMA;
         the same positions, skips and errors as take().  Without ``columns``: RecordBatches."""
-        from samsa.consumer.arrow_records import PollColumns, assemble
-
         if self._error is not None:
             raise self._error
-        cols = PollColumns() if columns is None else columns
+        if columns is None:
+            from samsa.consumer.arrow_records import PollColumns
+
+            cols = PollColumns()
+        else:
+            cols = columns
         out: list[Any] = []
         got = 0
         run: list[AnyBatch] = []
@@ -359,15 +362,11 @@ class CompletedFetch:
             got += self._read_run(run, start, max_records - got, cols, out)
             if self._error is not None:
                 return self._raise_or(out, columns is None, cols)
-        return [assemble(cols, [p]) for p in out] if columns is None else out
+        return _resolved(out, cols) if columns is None else out
 
     def _raise_or(self, out: list[Any], resolve: bool, cols: PollColumns) -> list[Any]:
         if out:
-            if resolve:
-                from samsa.consumer.arrow_records import assemble
-
-                return [assemble(cols, [p]) for p in out]
-            return out
+            return _resolved(out, cols) if resolve else out
         assert self._error is not None
         raise self._error
 
@@ -610,6 +609,13 @@ class RecordSpan:
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         return chain.from_iterable(self.chunks())
+
+
+def _resolved(pieces: list[Any], columns: PollColumns) -> list[Any]:
+    """take_arrow()'s pieces as RecordBatches (each read into ``columns`` a slice of it)."""
+    from samsa.consumer.arrow_records import assemble
+
+    return [assemble(columns, [p]) for p in pieces]
 
 
 def _run_kind(batch: AnyBatch) -> int:
