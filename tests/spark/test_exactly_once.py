@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -30,38 +29,13 @@ from samsa.spark.exactly_once import (
     write_transactionally,
 )
 from samsa.spark.options import parse_sink_options
+from tests.support.confluent_reads import read_values
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, Any]:
     return {"num.partitions": 2, "transaction.state.log.num.partitions": 2,
             "offsets.topic.num.partitions": 2}
-
-
-def read_values(bootstrap: str, topic: str, wanted: int, *, committed: bool = True,
-                partitions: int = 2) -> list[str]:
-    """Every value in ``topic`` as confluent-kafka's consumer reads it from the beginning
-    (read_committed unless ``committed`` is false): polls until ``wanted`` arrived, then one
-    more second to show that nothing else comes."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}",
-                         "isolation.level": "read_committed" if committed else "read_uncommitted",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    values: list[str] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + 60
-        settle: float | None = None
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value().decode())
-            if len(values) >= wanted and settle is None:
-                settle = time.monotonic() + 1.0
-    finally:
-        consumer.close()
-    return values
 
 
 # --- the skip decision and the options --------------------------------------------------------

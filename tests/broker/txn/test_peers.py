@@ -6,12 +6,12 @@ read_committed consumer: each committed record once, no aborted one."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import pytest
 
 from samsa.broker import Broker
+from tests.support.confluent_reads import read_values
 
 CONFIG = {"num.partitions": 2, "transaction.state.log.num.partitions": 4,
           "offsets.topic.num.partitions": 4}
@@ -22,30 +22,6 @@ def broker(make_broker: Callable[..., Broker]) -> Broker:
     return make_broker(CONFIG)
 
 
-def read_committed(bootstrap: str, topic: str, wanted: int, partitions: int = 2) -> list[str]:
-    """Values confluent-kafka's read_committed consumer reads from the beginning: polls until
-    ``wanted`` arrived, then a further second to show that nothing else comes."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rc-{topic}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
-    values: list[str] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + 30
-        settle: float | None = None
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value().decode())
-            if len(values) >= wanted and settle is None:
-                settle = time.monotonic() + 1.0
-    finally:
-        consumer.close()
-    return values
-
-
 # Three transactions -- committed, aborted, committed -- alternating over two partitions.
 TRANSACTIONS = [([f"c1-{i}" for i in range(20)], True),
                 ([f"a-{i}" for i in range(20)], False),
@@ -54,7 +30,7 @@ TRANSACTIONS = [([f"c1-{i}" for i in range(20)], True),
 
 def check_read_back(bootstrap: str, topic: str) -> None:
     committed = [v for values, commit in TRANSACTIONS if commit for v in values]
-    got = read_committed(bootstrap, topic, len(committed))
+    got = read_values(bootstrap, topic, len(committed), timeout_s=30)
     assert sorted(got) == sorted(committed)  # each committed record once, no aborted one
 
 
@@ -105,7 +81,7 @@ def test_confluent_kafka_second_producer_fences_the_first(broker: Broker) -> Non
     error = raised.value.args[0]
     assert error.fatal(), error  # the fencing error is fatal for the zombie
     assert "fenced" in error.str().lower(), error
-    assert read_committed(broker.bootstrap_servers, "fence", 1) == ["from-successor"]
+    assert read_values(broker.bootstrap_servers, "fence", 1, timeout_s=30) == ["from-successor"]
 
 
 def test_kafka_python_transactions_commit_and_abort(broker: Broker) -> None:
