@@ -5,18 +5,18 @@ producer with the same transactional.id; offsets committed through the transacti
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from samsa import KafkaProducer
 from samsa.broker import Broker
 from samsa.consumer import OffsetAndMetadata, TopicPartition
 from samsa.errors import ProducerFencedError, TransactionAbortedError
+from tests.support.confluent_reads import read_raw
 
 from .test_producer_mock import DEADLINE_S, FAST
 
@@ -36,28 +36,6 @@ def producer_for(broker: Broker, txn_id: str, **extra: object) -> KafkaProducer:
     return KafkaProducer(config)
 
 
-def read_committed(broker: Broker, topic: str, wanted: int) -> list[bytes]:
-    """What confluent-kafka's read_committed consumer reads from the start: polls until
-    ``wanted`` values arrived, then a further second to show that nothing else comes."""
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"rc-{topic}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
-    values: list[bytes] = []
-    try:
-        consumer.assign([CKTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(2)])
-        deadline = time.monotonic() + DEADLINE_S
-        settle: float | None = None
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value())
-            if len(values) >= wanted and settle is None:
-                settle = time.monotonic() + 1.0
-    finally:
-        consumer.close()
-    return values
-
-
 def test_committed_records_are_read_once_and_aborted_ones_never(broker: Broker) -> None:
     broker.log_manager.create_topic("out", 2)
     with producer_for(broker, "samsa-tx") as producer:
@@ -74,7 +52,8 @@ def test_committed_records_are_read_once_and_aborted_ones_never(broker: Broker) 
             else:
                 producer.abort_transaction(DEADLINE_S)
             assert all(f.exception(0) is None for f in futures)
-    assert sorted(read_committed(broker, "out", len(committed))) == sorted(committed)
+    got = read_raw(broker.bootstrap_servers, "out", len(committed), timeout_s=DEADLINE_S)
+    assert sorted(got) == sorted(committed)
     assert broker.apis.services.transactions.describe("samsa-tx").state == "CompleteAbort"
 
 
@@ -89,7 +68,7 @@ def test_records_never_sent_fail_with_transaction_aborted(broker: Broker) -> Non
         producer.begin_transaction()
         producer.send("unsent", b"kept", partition=1)
         producer.commit_transaction(DEADLINE_S)
-    assert read_committed(broker, "unsent", 1) == [b"kept"]
+    assert read_raw(broker.bootstrap_servers, "unsent", 1, timeout_s=DEADLINE_S) == [b"kept"]
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker: Broker) -> None:
@@ -111,7 +90,7 @@ def test_a_second_producer_with_the_same_id_fences_the_first(broker: Broker) -> 
             zombie.send("fence", b"more", partition=0)
     finally:
         zombie.close(5)
-    assert read_committed(broker, "fence", 1) == [b"successor"]
+    assert read_raw(broker.bootstrap_servers, "fence", 1, timeout_s=DEADLINE_S) == [b"successor"]
 
 
 def test_offsets_sent_to_the_transaction_are_committed_with_it(broker: Broker) -> None:

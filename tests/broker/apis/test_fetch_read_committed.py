@@ -5,7 +5,6 @@ Log.append_control_marker): what Kafka answers (LSO cap, AbortedTransactions fro
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from samsa.broker import Broker
 from samsa.broker.log import Log
 from samsa.records.memory_records import iter_batches
+from tests.support.confluent_reads import read_raw
 
 from .conftest import batch
 from .test_fetch import fetch_request, partitions
@@ -103,30 +103,6 @@ def test_list_offsets_read_committed_answers_below_the_lso(client: Any, log_mana
     assert list_offsets(client, "t", 0, T0 + 11, isolation_level=0, version=version).offset == 11
 
 
-def _consume(bootstrap: str, isolation: str, wanted: int) -> list[bytes]:
-    """Values a confluent-kafka consumer with ``isolation`` reads from offset 0: polls until
-    ``wanted`` arrived, then a further second to show that nothing else comes."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rc-{isolation}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition("rc", 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + 30
-        settle: float | None = None
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value())
-            if len(values) >= wanted and settle is None:
-                settle = time.monotonic() + 1.0
-    finally:
-        consumer.close()
-    return values
-
-
 def test_confluent_kafka_read_committed_consumer(make_broker: Any) -> None:
     broker: Broker = make_broker({"num.partitions": 1})
     broker.log_manager.create_topic("rc", 1)
@@ -134,6 +110,6 @@ def test_confluent_kafka_read_committed_consumer(make_broker: Any) -> None:
     bs = broker.bootstrap_servers
     # The committed and the non-transactional records; not the aborted ones, nothing from the
     # open transaction on (offset 10, the LSO).
-    assert _consume(bs, "read_committed", 5) == [b"p0", b"c1", b"c2", b"p1", b"c3"]
-    assert _consume(bs, "read_uncommitted", 10) == [
+    assert read_raw(bs, "rc", 5, partitions=1, timeout_s=30) == [b"p0", b"c1", b"c2", b"p1", b"c3"]
+    assert read_raw(bs, "rc", 10, committed=False, partitions=1, timeout_s=30) == [
         b"p0", b"c1", b"c2", b"a1", b"a2", b"p1", b"c3", b"open", b"after-open", b"a3"]
