@@ -32,6 +32,7 @@ from samsa.protocol import (
     decode_response,
     encode_request,
 )
+from tests.broker.conftest import RawClient
 
 # --- a dispatcher standing in for KafkaApis ---------------------------------------------------
 
@@ -165,54 +166,28 @@ def server(start_server: Callable[..., tuple[SocketServer, TestApis]]) -> Socket
 # --- a raw client ---------------------------------------------------------------------------------
 
 
-class Client:
+class Client(RawClient):
+    """A RawClient whose correlation ids the test may choose, reading responses apart from
+    the requests (for pipelining and ordering checks)."""
+
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.correlation = 0
+        super().__init__(port, timeout=10)
 
     def send(self, request: Any, version: int, correlation_id: int | None = None) -> int:
         if correlation_id is None:
-            self.correlation += 1
-            correlation_id = self.correlation
+            self.correlation_id += 1
+            correlation_id = self.correlation_id
         self.sock.sendall(encode_request(request, version, correlation_id, "test-client"))
         return correlation_id
-
-    def _read_exact(self, n: int) -> bytes | None:
-        data = bytearray()
-        while len(data) < n:
-            try:
-                chunk = self.sock.recv(n - len(data))
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            data += chunk
-        return bytes(data)
-
-    def read_frame(self) -> bytes | None:
-        head = self._read_exact(4)
-        if head is None:
-            return None
-        return self._read_exact(struct.unpack(">i", head)[0])
 
     def receive(self, api_key: int, version: int) -> tuple[int, Any]:
         frame = self.read_frame()
         assert frame is not None, "the broker closed the connection"
         return decode_response(api_key, version, frame)
 
-    def call(self, request: Any, version: int) -> Any:
-        correlation_id = self.send(request, version)
-        got, body = self.receive(request.api.key, version)
-        assert got == correlation_id
-        return body
-
     def assert_closed(self) -> None:
         """The broker closed this connection (EOF or reset), without answering."""
-        assert self.read_frame() is None
-
-    def close(self) -> None:
-        self.sock.close()
+        assert self.is_closed_by_peer()
 
 
 def metadata(*names: str) -> MetadataRequest:
