@@ -39,13 +39,21 @@ def broker_config() -> dict[str, Any]:
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
-    from confluent_kafka import Producer
+    """Create ``topic`` and fill it: see :func:`append`."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    append(bootstrap, topic, count, partitions)
+
+
+def append(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0) -> None:
+    """Records ``start`` .. ``start + count - 1`` (value: the number) round-robin over the
+    topic's ``partitions`` partitions, which exist, by confluent-kafka."""
+    from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(count):
+    for i in range(start, start + count):
         while True:
             try:
                 producer.produce(topic, value=b"%d" % i, partition=i % partitions)

@@ -33,6 +33,7 @@ import pytest
 from .test_real_clients import (
     GROUP_CONFIG,
     PATIENCE,
+    append,
     committed_offsets,
     produce,
     wait_for,
@@ -110,23 +111,6 @@ def first_part(total: int) -> int:
     ``total // 10`` of them (``total`` is a multiple of 120)."""
     assert total % 120 == 0
     return 3 * total // 10
-
-
-def append(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
-    """``count`` records spread round-robin over the topic's 12 partitions (which exist)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(start, start + count):
-        while True:
-            try:
-                producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
-                break
-            except BufferError:  # local queue full: let deliveries drain
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    assert producer.flush(30) == 0
 
 
 def assignments(admin: Any, group: str) -> list[set[int]] | None:
@@ -242,10 +226,10 @@ def test_three_kafka_python_consumers_share_take_over_and_survive_sigkill(
         for m in members:
             m.start()
         waiting_for(lambda: wait_until_shared(bs, group, 3, ledger.complete))
-        append(bs, topic, first_part(n))
+        append(bs, topic, first_part(n), PARTITIONS)
         waiting_for(lambda: wait_for(lambda: (ledger.complete(), not quitter.is_alive())[1],
                                      "the quitter to leave"))
-        append(bs, topic, n - first_part(n), start=first_part(n))
+        append(bs, topic, n - first_part(n), PARTITIONS, start=first_part(n))
         waiting_for(lambda: wait_for(ledger.complete, "every record"))
         # The stayers own all 12 between them.
         waiting_for(lambda: wait_until_shared(bs, group, 2, ledger.complete))
@@ -322,10 +306,10 @@ def test_three_aiokafka_consumers_share_take_over_and_survive_sigkill(
         try:
             # The broker is asked from a thread so the members keep heartbeating meanwhile.
             await asyncio.to_thread(wait_until_shared, bs, group, 3, ledger.complete)
-            await asyncio.to_thread(append, bs, topic, first_part(n))
+            await asyncio.to_thread(append, bs, topic, first_part(n), PARTITIONS)
             await async_wait_for(lambda: (ledger.complete(), quitter.done())[1],
                                  "the quitter to leave")
-            await asyncio.to_thread(append, bs, topic, n - first_part(n), first_part(n))
+            await asyncio.to_thread(append, bs, topic, n - first_part(n), PARTITIONS, first_part(n))
             await async_wait_for(ledger.complete, "every record")
             await asyncio.to_thread(wait_until_shared, bs, group, 2, ledger.complete)
         finally:
@@ -412,11 +396,11 @@ def test_three_kcat_consumers_share_take_over_and_survive_sigkill(broker_process
 
     try:
         wait_until_shared(bs, group, 3, healthy)
-        append(bs, topic, first_part(n))
+        append(bs, topic, first_part(n), PARTITIONS)
         wait_for(lambda: healthy() and ledger.count("quitter") >= n // 10,
                  "the quitter's share of the first part")
         quitter.terminate()
-        append(bs, topic, n - first_part(n), start=first_part(n))
+        append(bs, topic, n - first_part(n), PARTITIONS, start=first_part(n))
         wait_for(lambda: healthy() and ledger.complete(), "every record")
         wait_until_shared(bs, group, 2, healthy)  # the stayers own all 12 between them
         for m in stayers:
@@ -435,7 +419,7 @@ def test_three_kcat_consumers_share_take_over_and_survive_sigkill(broker_process
     # Read the committed offsets back with kcat itself: one more record per partition, and a
     # kcat in the same group must print exactly those -- it resumes from the committed offsets
     # (with nothing committed it would start at 0, auto.offset.reset=earliest).
-    append(bs, topic, PARTITIONS, start=n)
+    append(bs, topic, PARTITIONS, PARTITIONS, start=n)
     out = subprocess.run(
         [kcat_path(), "-b", bs, "-G", group, "-e", "-q", "-f", "%p %o\n",
          "-X", "auto.offset.reset=earliest", *KCAT_FAST, topic],
