@@ -11,7 +11,7 @@ from collections.abc import Callable
 from confluent_kafka import Producer
 
 from tests.broker.conftest import BrokerProcess
-from tests.broker.txn.test_peers import read_committed
+from tests.support.confluent_reads import read_values
 
 CONFIG = {"num.partitions": 1, "transaction.state.log.num.partitions": 2,
           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 100}
@@ -43,7 +43,7 @@ def test_transactions_survive_a_sigkill(broker_process: Callable[..., BrokerProc
     expected = [f"committed-{i}" for i in range(10)] + ["after-restart"]
     # The open transaction holds the LSO until its timeout aborts it; then everything after it
     # is readable, and none of its records.
-    got = read_committed(bootstrap, "crash", len(expected), partitions=1)
+    got = read_values(bootstrap, "crash", len(expected), partitions=1)
     assert got == expected
     for producer in (opened, committer):
         producer.purge()

@@ -49,9 +49,9 @@ def produce_plain(servers: str, topic: str, values: Iterable[str]) -> None:
 def read_committed(servers: str, topic: str, wanted: int) -> list[str]:
     """Values a read_committed reader of every partition gets from the start: until ``wanted``
     arrived (or 60 s passed), then one more second to show that nothing else comes."""
-    from tests.broker.txn.test_peers import read_committed as read
+    from tests.support.confluent_reads import read_values
 
-    return read(servers, topic, wanted, partitions=PARTITIONS)
+    return read_values(servers, topic, wanted, partitions=PARTITIONS)
 
 
 def describe(servers: str, transactional_id: str) -> Any:
