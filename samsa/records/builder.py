@@ -223,7 +223,7 @@ class RecordBatchBuilder:
         length = small[n] if n < _SMALL_LIMIT else encode_varint(n)
         buf = self._buf
         # 5 = the widest length varint: below the soft limit the record surely fits.
-        if count and len(buf) + n + 5 > self._soft_limit and not self._fits(n + len(length)):
+        if count and len(buf) + n + 5 > self._soft_limit and not self._fits(len(buf), n + len(length)):
             return None
         # One join builds the record (any buffer, bytearray/memoryview too), appended at once:
         # cheaper than a %b format, which parses its format string on every call.
@@ -301,8 +301,8 @@ class RecordBatchBuilder:
                  + len(header_bytes))
             length = small[n] if n < small_limit else encode_varint(n)
             # 5 = the widest length varint: below the soft limit the record surely fits.
-            if count and size + n + 5 > soft and self._estimate(size) + n + len(length) > self.batch_size_limit:
-                break  # Java's hasRoomFor, as _fits, on the size so far
+            if count and size + n + 5 > soft and not self._fits(size, n + len(length)):
+                break
             pieces.append(length)
             pieces.append(_ATTRIBUTES)
             pieces.append(ts_bytes)
@@ -362,7 +362,7 @@ class RecordBatchBuilder:
             n = 1 + len(ts_bytes) + len(od_bytes) + hi - lo
             length = small[n] if n < small_limit else encode_varint(n)
             # 5 = the widest length varint: below the soft limit the record surely fits.
-            if count and size + n + 5 > soft and not self._fits(n + len(length)):
+            if count and size + n + 5 > soft and not self._fits(size, n + len(length)):
                 break
             buf += length
             buf += _ATTRIBUTES
@@ -437,9 +437,10 @@ class RecordBatchBuilder:
         self._count = count
         self.estimated_size = self._estimate(size)
 
-    def _fits(self, added: int) -> bool:
-        """Java's hasRoomFor for a record of ``added`` encoded bytes (count > 0)."""
-        return self._estimate(len(self._buf)) + added <= self.batch_size_limit
+    def _fits(self, size: int, added: int) -> bool:
+        """Java's hasRoomFor for a record of ``added`` encoded bytes after ``size`` bytes
+        (count > 0)."""
+        return self._estimate(size) + added <= self.batch_size_limit
 
     def set_estimated_compression_ratio(self, ratio: float) -> None:
         """Feed back the observed ratio (compressed/uncompressed) to size later appends better."""

@@ -200,6 +200,19 @@ def test_levels_are_validated() -> None:
         assert [r.value for r in read(builder.build())] == [b"abc" * 100]
 
 
+def appended_one_by_one(records: list, codec: Compression, limit: int, constant_ts: bool
+                        ) -> tuple[RecordBatchBuilder, int]:
+    """The reference the bulk appends are held to: append() per record until one does not
+    fit; the builder and how many records it took."""
+    one = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    taken = 0
+    for ts, key, value, hdrs in records:
+        if one.append(BASE_TS if constant_ts else ts, key, value, hdrs or None) is None:
+            break
+        taken += 1
+    return one, taken
+
+
 @settings(max_examples=60, deadline=None)
 @given(records=records, codec=codecs, limit=st.integers(min_value=100, max_value=20_000),
        constant_ts=st.booleans())
@@ -210,13 +223,8 @@ def test_append_many_matches_append_one_by_one(records: list, codec: Compression
     keys = [r[1] for r in records]
     values = [r[2] for r in records]
     hdrs = [r[3] or None for r in records]
-    one = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    one, taken = appended_one_by_one(records, codec, limit, constant_ts)
     many = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
-    taken = 0
-    for i in range(len(records)):
-        if one.append(BASE_TS if constant_ts else stamps[i], keys[i], values[i], hdrs[i]) is None:
-            break
-        taken += 1
     # Two calls: the second continues where the first stopped.
     half = len(records) // 2
     stop = many.append_many(BASE_TS if constant_ts else stamps, keys, values, hdrs, 0, half)
@@ -246,13 +254,8 @@ def test_append_tails_matches_append_one_by_one(records: list, codec: Compressio
                                                constant_ts: bool) -> None:
     """send_arrow's path: the same bytes and the same stopping record as append()."""
     stamps = [r[0] for r in records]
-    one = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
+    one, taken = appended_one_by_one(records, codec, limit, constant_ts)
     tailed = RecordBatchBuilder(compression=codec, batch_size_limit=limit, estimated_compression_ratio=0.5)
-    taken = 0
-    for i, (ts, key, value, hdrs) in enumerate(records):
-        if one.append(BASE_TS if constant_ts else ts, key, value, hdrs or None) is None:
-            break
-        taken += 1
     tails, offsets = tails_of(records)
     half = len(records) // 2
     stop = tailed.append_tails(tails, offsets, 0, half, BASE_TS if constant_ts else stamps)
