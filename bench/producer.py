@@ -4,6 +4,7 @@
         [--clients samsa,confluent,kafka-python,aiokafka] [--acks 1,all] [--codecs none,lz4,zstd]
         [--transactional N]
     .venv/bin/python bench/producer.py --mock [--num-records N] [--codecs none,lz4]
+        [--clients "confluent produce(),samsa send_many()"] [--batch-sizes 16384,1048576]
 
 ``--mock``: issue 17's rows against librdkafka's mock cluster (1 broker, 4 partitions, acks=1,
 linger.ms=5, batch.size 16 KiB and 1 MiB): confluent-kafka ``produce()`` per record with
@@ -259,13 +260,15 @@ MOCK_CLIENTS = {
 }
 
 
-def run_mock(n: int, codecs: list[str], clients: list[str]) -> None:
+MOCK_BATCH_SIZES = (16384, 1 << 20)
+
+
+def run_mock(n: int, codecs: list[str], clients: list[str], sizes: tuple[int, ...] = MOCK_BATCH_SIZES) -> None:
     """The mock-cluster rows of issue 17: librdkafka's mock cluster (1 broker, 4 partitions),
     acks=1, linger.ms=5, batch.size 16 KiB and 1 MiB, each client in its own process."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from broker import mock_cluster  # bench/broker.py: the mock in a subprocess of its own
 
-    sizes = (16384, 1 << 20)
     names = {(c, codec, size): f"mock-{i}-{codec}-{size}" for i, c in enumerate(clients)
              for codec in codecs for size in sizes}
     with mock_cluster([(t, 4) for t in names.values()]) as mock:
@@ -341,6 +344,8 @@ def main() -> int:
     parser.add_argument("--mock", action="store_true",
                         help="run issue 17's rows against librdkafka's mock cluster instead: confluent-kafka "
                              "produce(), samsa send(), send_many() and send_arrow(); 16 KiB and 1 MiB batches")
+    parser.add_argument("--batch-sizes", default=",".join(map(str, MOCK_BATCH_SIZES)),
+                        help="with --mock: the batch.size rows to run (default 16384,1048576)")
     parser.add_argument("--batch-size", type=int, default=16384, help=argparse.SUPPRESS)
     parser.add_argument("--worker", choices=tuple(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--worker-mock", choices=tuple(MOCK_CLIENTS), help=argparse.SUPPRESS)
@@ -360,7 +365,8 @@ def main() -> int:
     if args.mock:
         codecs = "none,lz4" if args.codecs == parser.get_default("codecs") else args.codecs
         clients = list(MOCK_CLIENTS) if args.clients == parser.get_default("clients") else args.clients.split(",")
-        run_mock(args.num_records, codecs.split(","), clients)
+        run_mock(args.num_records, codecs.split(","), clients,
+                 tuple(int(size) for size in args.batch_sizes.split(",")))
         return 0
 
     broker = None
