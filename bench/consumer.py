@@ -1,8 +1,8 @@
 """Consumer throughput: samsa (poll() and poll_arrow()) vs confluent-kafka, kafka-python and
 aiokafka, same broker and topic, each peer with its best documented settings.
 
-    .venv/bin/python bench/consumer.py [--num-records N] [--partitions P] [--bootstrap-server H:P]
-        [--clients samsa,samsa-arrow,confluent,kafka-python,aiokafka] [--mock-records M]
+    .venv/bin/python bench/consumer.py [--num-records N] [--partitions P] [--bootstrap-server H:P
+        [--mock]] [--clients samsa,samsa-arrow,confluent,kafka-python,aiokafka] [--mock-records M]
 
 Without --bootstrap-server two brokers are started, each in its own process: a ``samsa broker``
 on a temporary data directory, and librdkafka's mock cluster (``python -m
@@ -25,7 +25,13 @@ Settings (printed with the results):
   of the time in a bench that drains the queue faster than that;
 * samsa: its defaults, poll() with max_records=10000 and (samsa-500) 500, poll_arrow() with
   max_records=10000;
-* kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.
+* kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.  Against
+  the mock, kafka-python also gets ``api_version=(2, 3)`` (its documented setting for the
+  broker version): left to probe, it sends ApiVersions v3/v4, which the mock does not support;
+  the mock answers UNSUPPORTED_VERSION in the v0 layout, as KIP-511 has brokers do, and
+  kafka-python 3.0 fails to decode that answer ("Unable to decode response") and never
+  bootstraps.  (2, 3) is the newest broker version whose ApiVersions request is v2, the mock's
+  highest.
 
 Prints per client and broker: records/s, MB/s, CPU seconds, and records/s relative to
 kafka-python and confluent-kafka.  Targets: samsa poll() >= 1.0x confluent-kafka, poll_arrow()
@@ -44,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 VALUE_SIZE = 100
@@ -57,10 +64,13 @@ SETTINGS = {
     "samsa-arrow": f"defaults, poll_arrow(1.0, max_records={MAX_RECORDS})",
     "confluent": f"fetch.queue.backoff.ms=10, consume({MAX_RECORDS}, 1.0)",
     "kafka-python": "defaults, poll(timeout_ms=1000)",
+    "kafka-python mock": "api_version=(2, 3), else defaults, poll(timeout_ms=1000)",
     "aiokafka": "defaults, getmany(timeout_ms=1000)",
 }
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOPIC = "bench-consume"
+# kafka-python against librdkafka's mock: see the module docstring.
+KAFKA_PYTHON_MOCK_SETTINGS: dict[str, Any] = {"api_version": (2, 3)}
 
 
 # --- workers (run in a subprocess) ------------------------------------------------------
@@ -156,11 +166,13 @@ def run_confluent(bootstrap: str, topic: str, n: int, partitions: int) -> dict[s
     return result
 
 
-def run_kafka_python(bootstrap: str, topic: str, n: int, partitions: int) -> dict[str, Any]:
+def run_kafka_python(bootstrap: str, topic: str, n: int, partitions: int,
+                     mock: bool = False) -> dict[str, Any]:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
+                             auto_offset_reset="earliest",
+                             **(KAFKA_PYTHON_MOCK_SETTINGS if mock else {}))
     consumer.partitions_for_topic(topic)
     clock = Clock()
     tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -268,7 +280,7 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, create: bool) -> N
         raise RuntimeError(f"filling {topic} failed: {errors[:3]}")
 
 
-def report(title: str, rows: dict[str, dict[str, Any]], n: int) -> None:
+def report(title: str, rows: dict[str, dict[str, Any]], n: int, mock: bool = False) -> None:
     print(f"\n{title}: {n:,} records")
     header = (f"{'client':<13}{'rec/s':>11}{'MB/s':>8}{'cpu s':>8}{'first s':>9}{'vs kp':>7}"
               f"{'vs ck':>7}  settings")
@@ -285,8 +297,9 @@ def report(title: str, rows: dict[str, dict[str, Any]], n: int) -> None:
         vs_kp = f"{rate / base_kp:.2f}" if base_kp else "-"
         vs_ck = f"{rate / base_ck:.2f}" if base_ck else "-"
         cpu_per_m = r["cpu"] * 1_000_000 / max(r["records"], 1)
+        settings = SETTINGS.get(f"{client} mock", SETTINGS[client]) if mock else SETTINGS[client]
         print(f"{client:<13}{rate:>11.0f}{r['bytes'] / r['seconds'] / 1024 / 1024:>8.2f}"
-              f"{cpu_per_m:>8.2f}{r['first']:>9.2f}{vs_kp:>7}{vs_ck:>7}  {SETTINGS[client]}",
+              f"{cpu_per_m:>8.2f}{r['first']:>9.2f}{vs_kp:>7}{vs_ck:>7}  {settings}",
               flush=True)
 
 
@@ -309,13 +322,13 @@ def mock_cluster(topic: str, partitions: int) -> Iterator[str]:
 
 
 def bench(title: str, bootstrap: str, topic: str, n: int, partitions: int, clients: list[str],
-          create: bool) -> None:
+          mock: bool) -> None:
     start = time.perf_counter()
-    fill(bootstrap, topic, n, partitions, create)
+    fill(bootstrap, topic, n, partitions, create=not mock)  # the mock has it
     print(f"filled {topic} ({partitions} partitions) with {n:,} x {VALUE_SIZE} B records in "
           f"{time.perf_counter() - start:.1f} s (confluent-kafka), {title} at {bootstrap}", flush=True)
-    rows = {client: run_one(client, bootstrap, n, partitions, topic) for client in clients}
-    report(title, rows, n)
+    rows = {client: run_one(client, bootstrap, n, partitions, topic, mock) for client in clients}
+    report(title, rows, n, mock)
 
 
 def main() -> int:
@@ -329,12 +342,17 @@ def main() -> int:
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--topic", default=None, help="An existing topic holding the records (skips the fill).")
+    parser.add_argument("--mock", action="store_true",
+                        help="the broker at --bootstrap-server is librdkafka's mock cluster")
     parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
-        result = WORKERS[args.worker](args.bootstrap_server, args.topic or TOPIC, args.num_records,
-                                      args.partitions)
+        worker = WORKERS[args.worker]
+        if args.mock and args.worker == "kafka-python":
+            worker = partial(run_kafka_python, mock=True)
+        result = worker(args.bootstrap_server, args.topic or TOPIC, args.num_records,
+                        args.partitions)
         print(json.dumps(result))
         return 0
 
@@ -345,15 +363,17 @@ def main() -> int:
         if args.topic is None:
             fill(args.bootstrap_server, topic, n, args.partitions, True)
         report(f"broker {args.bootstrap_server}", {
-            c: run_one(c, args.bootstrap_server, n, args.partitions, topic) for c in clients}, n)
+            c: run_one(c, args.bootstrap_server, n, args.partitions, topic, args.mock)
+            for c in clients}, n, args.mock)
         return 0
     with samsa_broker() as bootstrap:
-        bench("samsa broker", bootstrap, f"{TOPIC}-{os.getpid()}", n, args.partitions, clients, True)
+        bench("samsa broker", bootstrap, f"{TOPIC}-{os.getpid()}", n, args.partitions, clients,
+              mock=False)
     if args.mock_records:
         topic = f"{TOPIC}-mock"
         with mock_cluster(topic, args.mock_partitions) as bootstrap:
             bench("librdkafka mock cluster", bootstrap, topic, args.mock_records,
-                  args.mock_partitions, clients, False)
+                  args.mock_partitions, clients, mock=True)
     print("\nvs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's "
           "(same broker, same run).  Targets: samsa >= 1.0x ck, samsa-arrow >= 2.0x ck.")
     return 0
@@ -364,10 +384,12 @@ def _given(bootstrap: str) -> Iterator[str]:
     yield bootstrap
 
 
-def run_one(client: str, bootstrap: str, n: int, partitions: int, topic: str) -> dict[str, Any]:
+def run_one(client: str, bootstrap: str, n: int, partitions: int, topic: str,
+            mock: bool = False) -> dict[str, Any]:
     """One client's run in its own process (its CPU time is its own)."""
     cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", bootstrap,
-           "--num-records", str(n), "--partitions", str(partitions), "--topic", topic]
+           "--num-records", str(n), "--partitions", str(partitions), "--topic", topic,
+           *(["--mock"] if mock else [])]
     try:
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1200)
     except subprocess.TimeoutExpired:
