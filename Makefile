@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 # setup.py compiles these modules (mypyc, its COMPILED list): a stale build would shadow an edit.
 $(STAMP): pyproject.toml setup.py samsa/broker/log/validator.py samsa/records/record_loops.py samsa/records/builder.py \
-		samsa/producer/future.py
+		samsa/producer/future.py samsa/producer/record_queue.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,spark]'

@@ -2,8 +2,8 @@
 
 samsa.broker.log.validator parses every record of every produced batch (as Kafka's
 LogValidator does); samsa.records.record_loops reads fetched records for the consumer (poll()
-and poll_arrow()); samsa.records.builder encodes, and samsa.producer.future makes a future
-for, every record send() queues.  Compiled, they cost a fraction of the CPU.  The source stays
+and poll_arrow()); samsa.records.builder encodes, samsa.producer.future makes a future
+for, and samsa.producer.record_queue queues, every record send() takes.  Compiled, they cost a fraction of the CPU.  The source stays
 the typed Python file, which is also the fallback: without mypyc or a C compiler, or if the build
 fails, the package installs as pure Python with a warning (``pip install -v`` shows it) and the
 broker logs at start which one it runs.  SAMSA_COMPILE=0 skips compiling.
@@ -21,7 +21,7 @@ from setuptools.command.build_ext import build_ext
 
 # Kept small: only loops that run once per record.
 COMPILED = ["samsa/broker/log/validator.py", "samsa/records/record_loops.py",
-            "samsa/records/builder.py", "samsa/producer/future.py"]
+            "samsa/records/builder.py", "samsa/producer/future.py", "samsa/producer/record_queue.py"]
 
 
 def _warn(message: str) -> None:

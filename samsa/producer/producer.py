@@ -1,11 +1,14 @@
 """KafkaProducer: the public producer, as Kafka's Java ``KafkaProducer``.
 
-``send()`` runs on the caller's thread: interceptors -> wait for the topic's metadata (bounded
-by max.block.ms) -> serialize key and value -> partition -> size checks ->
-``RecordAccumulator.append_to_last`` (the common case: the partition's open batch takes the
-record) or else ``RecordAccumulator.append`` (may block for buffer memory, within what is left
-of max.block.ms) -> wake the Sender when a batch filled up or was created -> return the
-record's future.
+``send()`` runs on the caller's thread.  For a topic whose metadata it has seen, and without
+interceptors, transactions or a custom partitioner, ``RecordQueue.try_send`` (``record_queue.py``)
+serializes, partitions, checks the size and queues the record, returning its future; the queue
+is appended to batches in bulk (see that module).  Otherwise, the direct path: the queue first,
+then interceptors -> wait for the topic's metadata (bounded by max.block.ms) -> serialize key
+and value -> partition -> size checks -> ``RecordAccumulator.append_to_last`` (the partition's
+open batch takes the record) or else ``RecordAccumulator.append`` (may block for buffer memory,
+within what is left of max.block.ms) -> wake the Sender when a batch filled up or was created
+-> return the record's future.
 Everything else happens on the Sender thread (``sender.py``).
 
 Example::
@@ -41,11 +44,14 @@ from samsa.net.cluster import ClusterView, TopicPartition
 from samsa.net.metadata import Metadata
 from samsa.producer.accumulator import RecordAccumulator
 from samsa.producer.batch import estimate_size_upper_bound
+from samsa.producer.buffer_pool import BufferExhaustedError
 from samsa.producer.config import ProducerConfig
 from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
 from samsa.producer.interceptors import ProducerInterceptors
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for_record
+from samsa.producer.record_queue import QueuedRecordFuture, QueuedRun, RecordQueue, group_queued
+from samsa.producer.record_queue import normalize_headers as _normalize_headers
 from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
 from samsa.producer.transaction_manager import TransactionManager
@@ -62,6 +68,11 @@ log = logging.getLogger(__name__)
 
 HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str | None]] | None
 
+# send()'s queue is appended in bulk once it holds this many records or bytes (the bytes
+# bound keeps large records from waiting outside buffer.memory for long).
+QUEUE_MAX_RECORDS = 1000
+QUEUE_MAX_BYTES = 1 << 20
+
 # A v2 batch header plus a record's varints at their widest (estimate_size_upper_bound).
 _RECORD_OVERHEAD_UPPER_BOUND = estimate_size_upper_bound(None, None)
 # How often send() tells Metadata a topic is still in use (metadata.max.idle.ms is >= 5 s).
@@ -74,6 +85,8 @@ _fork_generation = 0
 def _after_fork_in_child() -> None:
     global _fork_generation
     _fork_generation += 1
+    for producer in list(_open_producers):
+        producer._queue.open = False  # send() takes the direct path, which raises ForkedClientError
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -105,20 +118,6 @@ class ProducerRecord(NamedTuple):
     partition: int | None = None
     timestamp_ms: int | None = None
     headers: HeadersArg = None
-
-
-def _normalize_headers(headers: HeadersArg) -> list[tuple[str, bytes | None]] | None:
-    if not headers:
-        return None
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    out: list[tuple[str, bytes | None]] = []
-    for name, value in items:
-        if isinstance(value, str):
-            value = value.encode("utf-8")
-        elif value is not None and not isinstance(value, bytes):
-            value = bytes(value)
-        out.append((name, value))
-    return out
 
 
 class KafkaProducer:
@@ -168,6 +167,18 @@ class KafkaProducer:
         self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager, clock)
         self._metadata, self._client = _network(cfg, clock)
         self._view: ClusterView | None = None
+        # send()'s queue (samsa.producer.record_queue); one thread at a time appends it.
+        # Transactions and interceptors need every record on the direct path.
+        self._drain_lock = threading.Lock()
+        self._queue_cluster: Any = None
+        self._queue = RecordQueue(
+            self._append_queued, self._settle_queued, self._client.selector.wakeup, self._time_ns,
+            self._serialize_key, self._serialize_value,
+            raw_keys=self._raw_keys, raw_values=self._raw_values, ignore_keys=self._ignore_keys,
+            max_record_size=self._max_record_size, max_records=QUEUE_MAX_RECORDS, max_bytes=QUEUE_MAX_BYTES,
+            max_wait_ms=cfg["linger.ms"],
+            open=self._transactional_id is None and not self._has_interceptors and self._partitioner is None,
+        )
         acks: int = cfg["acks"]
         self._sender = Sender(
             self._client,
@@ -187,6 +198,7 @@ class KafkaProducer:
             metrics=self._metrics,
             client_id=self.client_id,
             clock=clock,
+            record_queue=self._queue,
         )
         # send() wakes the Sender's poll directly (Sender.wakeup is the same call, two frames up).
         self._wakeup_sender = self._client.selector.wakeup
@@ -210,11 +222,30 @@ class KafkaProducer:
     ) -> RecordFuture:
         """Queue a record; returns its future at once.
 
-        Blocks up to max.block.ms for the topic's metadata and for buffer memory.
+        Blocks up to max.block.ms for the topic's metadata and for buffer memory.  The record
+        may first wait in the producer's queue (samsa.producer.record_queue), which is appended
+        to batches in bulk; waiting on its future appends it at once.
         ``on_delivery(metadata, error)`` runs on the producer's I/O thread when the record is
         acknowledged or fails; keep it short.  Raises KafkaTimeoutError (metadata or memory not
         available in time), RecordTooLargeError, SerializationError, ProducerClosedError.
         """
+        future = self._queue.try_send(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        if future is not None:
+            return future
+        return self._send_directly(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+
+    def _send_directly(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: HeadersArg,
+        on_delivery: RecordCallback | None,
+    ) -> RecordFuture:
+        """send() without its queue: checks, waits for metadata, then appends the record to
+        its batch at once (after the queue, so that no record overtakes an earlier one)."""
         if self._fork_generation != _fork_generation:
             raise ForkedClientError()
         if self._closed:
@@ -243,6 +274,7 @@ class KafkaProducer:
                 if now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
                     self._metadata.add(topic, now)  # keeps the topic from expiring
                     self._known_topics[topic] = (cluster, known[1], now)
+                count: int | None = known[1]
             else:
                 view, remaining_ms = self._wait_on_metadata(topic, partition, now)
                 count = view.partition_count(topic)
@@ -277,6 +309,9 @@ class KafkaProducer:
             if timestamp_ms is None:
                 time_ns = self._time_ns
                 timestamp_ms = time_ns() // 1_000_000
+            if count is not None:
+                self._queue.topics[topic] = count  # later records of the topic take the queue
+            self._append_queued(True)
             future = self._accumulator.append_to_last(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
                 on_delivery, now, view, self._wakeup_sender,
@@ -368,6 +403,7 @@ class KafkaProducer:
         chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
         callback = None if on_error is None else _ErrorOnlyCallback(on_error)
         accumulator = self._accumulator
+        self._append_queued(True)  # earlier send()s first
         if chosen is None:  # all to the sticky partition
             accumulator.append_many(topic, UNKNOWN_PARTITION, stamps, key_list, value_list, header_list,
                                     remaining_ms, now, view, self._wakeup_sender, callback)
@@ -454,6 +490,7 @@ class KafkaProducer:
             return ab.ArrowSendFuture(topic, 0, None, [])
         highest = parts if isinstance(parts, int) else None if parts is None else int(parts.max())
         view, remaining_ms = self._wait_on_metadata(topic, None if highest is None or highest < 0 else highest, now)
+        self._append_queued(True)  # earlier send()s first
         chosen: np.ndarray | int
         if isinstance(parts, int):
             chosen = parts
@@ -553,6 +590,83 @@ class KafkaProducer:
                                  None if keys is None else keys[i], values[i], view, partitioner, self._ignore_keys)
             for i in range(len(values))
         ]
+
+    # --- send()'s queue (samsa.producer.record_queue) -----------------------------------
+
+    def _append_queued(self, block: bool) -> None:
+        """Append send()'s queued records to their batches, oldest first.
+
+        ``block`` (a sending thread): wait up to max.block.ms for the drain lock and for buffer
+        memory; records left without memory stay queued and BufferExhaustedError is raised.
+        Not ``block`` (the Sender): skip when another thread is appending; leave the records
+        without memory queued.  Records that cannot be appended at all (the producer closed)
+        fail with the error.
+        """
+        self._append_queued_within(self._max_block_ms if block else 0, block)
+
+    def _settle_queued(self, timeout: float | None) -> bool:
+        """A queued future is waited on: append the queue, waiting for the drain lock and
+        memory up to ``timeout`` seconds (None: max.block.ms a round).  False on the Sender
+        thread: a callback there must not block the thread that frees memory."""
+        if threading.current_thread() is self._sender:
+            self._append_queued_within(0, False)
+            return False
+        wait_ms = self._max_block_ms if timeout is None else min(self._max_block_ms, timeout * 1000.0)
+        self._append_queued_within(wait_ms, False)
+        return True
+
+    def _append_queued_within(self, max_wait_ms: float, raise_errors: bool) -> None:
+        lock = self._drain_lock
+        if not (lock.acquire(True, max_wait_ms / 1000.0) if max_wait_ms > 0 else lock.acquire(False)):
+            if raise_errors:
+                raise KafkaTimeoutError(
+                    "another thread to finish appending send()'s queued records (it waits for "
+                    "buffer memory; check that the brokers acknowledge records, or raise "
+                    "buffer.memory)",
+                    max_wait_ms,
+                )
+            return
+        try:
+            queue = self._queue
+            if len(queue):
+                self._append_taken(queue.take(), max_wait_ms, raise_errors)
+        finally:
+            lock.release()
+
+    def _append_taken(self, futures: list[QueuedRecordFuture], max_wait_ms: float, raise_errors: bool) -> None:
+        clock = self._clock
+        now = clock.milliseconds()
+        cluster = self._metadata.fetch()
+        view = self._view
+        if view is None or view.cluster is not cluster:
+            view = self._view = ClusterView(cluster)
+        if cluster is not self._queue_cluster:
+            # Partition counts may have changed: send() checks each topic again once.
+            self._queue_cluster = cluster
+            self._queue.topics.clear()
+        deadline = now + max_wait_ms
+        accumulator = self._accumulator
+        for topic, partition, group in group_queued(futures):
+            known = self._known_topics.get(topic)
+            if known is not None and now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
+                self._metadata.add(topic, now)  # keeps the topic from expiring
+                self._known_topics[topic] = (known[0], known[1], now)
+            try:
+                accumulator.append_run(topic, partition, QueuedRun(group), len(group),
+                                       max(0.0, deadline - clock.milliseconds()), now, view, self._wakeup_sender)
+            except BufferExhaustedError:
+                self._queue.give_back([future for future in futures if future.is_queued()])
+                if raise_errors:
+                    raise
+                return
+            except BaseException as exc:
+                for future in futures:
+                    future.fail(exc)
+                if raise_errors:
+                    raise
+                if not isinstance(exc, ProducerClosedError):
+                    log.exception("Could not append queued records; they failed")
+                return
 
     def last_error(self) -> BaseException | None:
         """The error of the most recent batch that failed (None if none has): with send_many(),
@@ -712,6 +826,8 @@ class KafkaProducer:
         if threading.current_thread() is self._sender:
             log.warning("flush() called from a send callback would deadlock; ignored")
             return
+        self._append_queued_within(
+            self._max_block_ms if timeout is None else min(self._max_block_ms, timeout * 1000.0), True)
         self._accumulator.begin_flush()
         self._sender.wakeup()
         self._accumulator.await_flush_completion(timeout)
@@ -727,10 +843,15 @@ class KafkaProducer:
             if self._closed and not self._sender.is_alive():
                 return
             self._closed = True
+            self._queue.open = False
         monotonic = self._clock.monotonic
         deadline = None if timeout is None else monotonic() + max(0.0, timeout)
         sender = self._sender
         in_callback = threading.current_thread() is sender
+        # Queued records go into batches first; those still waiting for memory when the time
+        # is up fail with ProducerClosedError (the Sender's last append, once closed).
+        if timeout is None or timeout > 0:
+            self._settle_queued(timeout)
         if timeout is not None and timeout <= 0:
             sender.force_close()
         else:

@@ -55,6 +55,7 @@ from samsa.net.cluster import ClusterView
 from samsa.net.request import ClientRequest
 from samsa.producer.batch import ProducerBatch, TopicPartition
 from samsa.producer.metrics import ProducerMetrics
+from samsa.producer.record_queue import RecordQueue
 from samsa.producer.transaction_manager import TransactionManager
 from samsa.producer.txn_requests import CoordinatorType
 from samsa.protocol import ProduceRequest
@@ -95,9 +96,12 @@ class Sender(threading.Thread):
         metrics: ProducerMetrics,
         client_id: str,
         clock: Time = SYSTEM_CLOCK,
+        record_queue: RecordQueue | None = None,
     ) -> None:
         super().__init__(name=f"samsa-producer-network-thread | {client_id}", daemon=False)
         self.client = client
+        # send()'s queued records: appended here when no sending thread did it meanwhile.
+        self.record_queue = record_queue
         self.metadata = metadata
         self.accumulator = accumulator
         self.acks = acks
@@ -154,6 +158,10 @@ class Sender(threading.Thread):
                 "the producer was closed before these records were sent or acknowledged "
                 "(close() timed out or was called with timeout 0); nothing more will be retried"
             ))
+        if self.record_queue is not None:
+            # Records queued by a send() that raced close(): the accumulator is closed, so
+            # appending fails them with ProducerClosedError.
+            self.record_queue.drain(False)
         try:
             self.client.close()
         except Exception:
@@ -196,6 +204,9 @@ class Sender(threading.Thread):
     # --- one iteration ----------------------------------------------------------------
 
     def run_once(self) -> None:
+        queue = self.record_queue
+        if queue is not None and len(queue):
+            queue.drain(False)  # never blocks: records without buffer memory stay queued
         now = self._clock.milliseconds()
         if self.fatal_error is not None:
             # As Java's Sender.runOnce once the TransactionManager holds a fatal error: every
@@ -235,6 +246,13 @@ class Sender(threading.Thread):
             until_next_attempt = self._init_pid_next_ms - now
             if until_next_attempt > 0:
                 poll_timeout = min(poll_timeout, until_next_attempt)
+        if queue is not None:
+            # Flag first, then look: a record queued after the look finds the flag and wakes
+            # this poll; one queued before it makes the poll short.
+            queue.sender_sleeps_long = True
+            if len(queue):
+                poll_timeout = min(poll_timeout, queue.max_wait_ms)
+            queue.sender_sleeps_long = poll_timeout > queue.max_wait_ms
         self.client.poll(poll_timeout, now)
 
     def send_producer_data(self, now: int, can_send: bool = True) -> int:
@@ -697,6 +715,8 @@ class Sender(threading.Thread):
         is sent."""
         log.error("Fatal producer error: %s", error)
         self.fatal_error = error
+        if self.record_queue is not None:
+            self.record_queue.open = False  # send() takes the direct path, which raises it
         self._abort_everything(error)
 
 
