@@ -70,7 +70,7 @@ HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str 
 
 # send()'s queue is appended in bulk once it holds this many records or bytes (the bytes
 # bound keeps large records from waiting outside buffer.memory for long).
-QUEUE_MAX_RECORDS = 1000
+QUEUE_MAX_RECORDS = 256
 QUEUE_MAX_BYTES = 1 << 20
 
 # A v2 batch header plus a record's varints at their widest (estimate_size_upper_bound).

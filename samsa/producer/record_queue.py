@@ -227,6 +227,9 @@ class RecordQueue:
         open: bool,
     ) -> None:
         self._futures: deque[QueuedRecordFuture] = deque()
+        # Bound once: compiled code calls a deque's methods by name lookup otherwise.
+        self._put = self._futures.append
+        self._pop = self._futures.popleft
         self._drain = drain
         self._settle = settle
         self._wake = wake
@@ -314,9 +317,9 @@ class RecordQueue:
                                     record_headers, callback)
         self.queued_bytes += size
         if futures:
-            futures.append(future)
+            self._put(future)
         else:
-            futures.append(future)
+            self._put(future)
             if self.sender_sleeps_long:
                 self._wake()
         if not self.open:
@@ -332,8 +335,8 @@ class RecordQueue:
 
     def take(self) -> list[QueuedRecordFuture]:
         """Every queued record, oldest first, out of the queue (the drain lock held)."""
-        futures = self._futures
-        taken = [futures.popleft() for _ in range(len(futures))]
+        pop = self._pop
+        taken = [pop() for _ in range(len(self._futures))]
         self.queued_bytes = 0
         return taken
 
