@@ -119,7 +119,7 @@ class Broker:
                       if self.config["samsa.inline.dispatch.enable"] else None)
             self.socket_server = SocketServer.from_config(
                 self.config, self.apis.handle, [self._endpoint(lst) for lst in self._served],
-                inline=inline)
+                inline=inline, answer=getattr(self.apis, "answer_frame", None))
             self.handler_pool = RequestHandlerPool(
                 self.socket_server.request_channel, self.apis.handle,
                 int(self.config["num.io.threads"]), self.node_id)

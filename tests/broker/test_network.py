@@ -29,8 +29,10 @@ from samsa.protocol import (
     MetadataResponse,
     ProduceRequest,
     ProduceResponse,
+    decode_request_body,
     decode_response,
     encode_request,
+    encode_response,
 )
 from tests.broker.conftest import RawClient
 
@@ -433,6 +435,54 @@ def test_responses_held_for_a_burst_are_sent_when_the_next_request_parks(
     b = Client(server.port)
     assert echo_names(b.call(metadata("release"), 1)) == ["release"]
     assert echo_names(a.receive(ApiKey.METADATA, 1)[1]) == ["park"]
+
+
+def answer_raw(header: Any, payload: Any, pos: int) -> list[Any] | None:
+    """An ``answer`` hook (KafkaApis.answer_frame's place): Metadata for ``raw`` is answered
+    with the topic ``from-frame``, for ``rawboom`` it raises; anything else is declined."""
+    if header.request_api_key != ApiKey.METADATA:
+        return None
+    names = echo_names(decode_request_body(header, payload, pos))
+    if names == ["rawboom"]:
+        raise RuntimeError("answer bug")
+    if names != ["raw"]:
+        return None
+    return encode_response(MetadataResponse(brokers=[], topics=[
+        MetadataResponse.MetadataResponseTopic(error_code=0, name="from-frame", partitions=[])]),
+        header.request_api_version, header.correlation_id)
+
+
+def test_requests_answered_from_their_frame_keep_their_order(
+        request: pytest.FixtureRequest,
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    server, apis = start_server(num_network_threads=1, answer=answer_raw)
+    client = Client(server.port)
+    names = ["raw", "x", "raw", "raw", "y"]
+    client.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                                 for i, name in enumerate(names)))
+    got = [client.receive(ApiKey.METADATA, 1) for _ in names]
+    assert [cid for cid, _ in got] == list(range(len(names)))
+    answered = [echo_names(body) for _, body in got]
+    for name, answer in zip(names, answered, strict=True):
+        assert answer == [name] or (name == "raw" and answer == ["from-frame"])
+    mode = request.node.callspec.params["start_server"]
+    if mode == "queued":  # no inline dispatch: the hook is never offered a request
+        assert ["from-frame"] not in answered
+    elif mode == "inline":
+        assert answered[0] == ["from-frame"] and apis.handled < len(names)
+    assert apis.handled == sum(answer != ["from-frame"] for answer in answered)
+
+
+def test_an_answer_hook_that_raises_closes_the_connection_only(
+        request: pytest.FixtureRequest,
+        start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
+    if request.node.callspec.params["start_server"] == "queued":
+        pytest.skip("the hook is offered requests only with inline dispatch")
+    server, _ = start_server(num_network_threads=1, answer=answer_raw)
+    client = Client(server.port)
+    client.send(metadata("rawboom"), 1)
+    client.assert_closed()
+    assert echo_names(Client(server.port).call(metadata("raw"), 1)) == ["from-frame"]
 
 
 def test_no_response_moves_on_to_the_next_request(server: SocketServer) -> None:

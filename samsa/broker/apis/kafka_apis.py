@@ -55,6 +55,7 @@ from samsa.broker.apis.offset_delete import handle_offset_delete
 from samsa.broker.apis.offset_fetch import handle_offset_fetch
 from samsa.broker.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from samsa.broker.apis.produce import handle_produce, produce_runs_inline
+from samsa.broker.apis.produce_frame import answer_produce_frame
 from samsa.broker.apis.producer_ids import ProducerIdManager
 from samsa.broker.apis.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from samsa.broker.apis.services import BrokerServices
@@ -126,6 +127,7 @@ _ROUTES: dict[int, tuple[int, int, Handler]] = {
     int(key): (lo, hi, HANDLERS[key]) for key, (lo, hi) in SERVED.items()}
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _PRODUCE = int(ApiKey.PRODUCE)
+_PRODUCE_MAX_VERSION = _ROUTES[_PRODUCE][1]
 # APIs whose handlers never block: Fetch parks in the purgatory rather than waiting, Metadata's
 # auto-create only makes empty log files.  Produce depends on the logs' flush policy.
 _INLINE_KEYS = frozenset(int(k) for k in (ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA,
@@ -206,6 +208,12 @@ class KafkaApis:
         if key == _PRODUCE:
             return produce_runs_inline(self.services, ctx)
         return key in _INLINE_KEYS
+
+    def answer_frame(self, header: Any, payload: Any, pos: int) -> list[Any] | None:
+        """The response chunks of a request answered straight from its frame (the usual
+        Produce: produce_frame.py), for a network thread that would run it inline; None, with
+        nothing done, to decode and dispatch it as usual."""
+        return answer_produce_frame(self.services, header, payload, pos, _PRODUCE_MAX_VERSION)
 
     def close(self) -> None:
         """Answer every parked request (as if its wait expired) and stop the timers."""

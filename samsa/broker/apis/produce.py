@@ -157,6 +157,13 @@ def _append(services: BrokerServices, topic: str, index: int,
     if log is None:
         return _failed(index, UnknownTopicOrPartitionError.code,
                        f"{topic}-{index} does not exist on this broker")
+    return append_to(services, log, topic, index, records, transactional_id, now, version)
+
+
+def append_to(services: BrokerServices, log: Log, topic: str, index: int,
+              records: bytes | memoryview | None, transactional_id: str | None, now: int,
+              version: int) -> AppendResult | PartitionResponse:
+    """_append once the partition's log is found (produce_frame.py comes in here)."""
     try:
         data = records if records is not None else b""
         if version < 3 and is_legacy_message_set(data):
@@ -187,6 +194,20 @@ def append_partition(services: BrokerServices, topic: str, index: int,
                              log_append_time_ms=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset, record_errors=[],
                              error_message=None)
+
+
+def single_answer(services: BrokerServices, version: int, correlation_id: int, name: str,
+                  index: int, result: AppendResult | PartitionResponse
+                  ) -> bytes | ProduceResponse:
+    """The answer to a request of one topic and one partition (v3+, acks 1 or -1): the
+    response frame when it appended (fetches parked on the partition woken first), else the
+    response to encode."""
+    if isinstance(result, PartitionResponse):
+        return ProduceResponse(throttle_time_ms=0, responses=[
+            TopicResponse(name=name, partition_responses=[result])])
+    services.fetch_purgatory.check_and_complete((name, index))
+    return success_frame(version, correlation_id, name, index, result.base_offset,
+                         result.log_append_time_ms, result.log_start_offset)
 
 
 def _refuse_all(ctx: RequestContext, code: int) -> ProduceResponse | None:
@@ -235,14 +256,12 @@ def handle_produce(services: BrokerServices, ctx: RequestContext) -> ProduceResp
         else:
             result = _append(services, name, data.index, data.records, transactional_id, now,
                              version)
-        if not isinstance(result, PartitionResponse):
-            services.fetch_purgatory.check_and_complete((name, data.index))
-            ctx.respond_frame([success_frame(
-                version, ctx.header.correlation_id, name, data.index,
-                result.base_offset, result.log_append_time_ms, result.log_start_offset)])
+        answer = single_answer(services, version, ctx.header.correlation_id, name, data.index,
+                               result)
+        if isinstance(answer, bytes):
+            ctx.respond_frame([answer])
             return None
-        return ProduceResponse(throttle_time_ms=0, responses=[
-            TopicResponse(name=name, partition_responses=[result])])
+        return answer
     responses: list[TopicResponse] = []
     appended: list[tuple[str, int]] = []
     failed = False

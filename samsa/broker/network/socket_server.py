@@ -180,7 +180,9 @@ class SocketServer:
     ``request_channel`` (a RequestHandlerPool) is started before and stopped after.
     ``inline``: which requests the network threads may handle themselves with ``dispatcher``
     when the handler queue is empty (processor.py); None sends every request to the channel, as
-    Kafka does.
+    Kafka does.  ``answer``: where a network thread would run a request inline, first offered
+    the raw request (header, payload, body position) and its response chunks sent if it returns
+    them (KafkaApis.answer_frame); only with ``inline``.
     """
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, *,
@@ -192,6 +194,7 @@ class SocketServer:
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
                  node_id: int = 0,
                  inline: Callable[[RequestContext], bool] | None = None,
+                 answer: Callable[[Any, Any, int], list[Any] | None] | None = None,
                  endpoints: list[Endpoint] | None = None,
                  connection_quotas: ConnectionQuotas | None = None) -> None:
         self.endpoints = endpoints or [Endpoint.plaintext(host, port)]
@@ -207,7 +210,8 @@ class SocketServer:
             Processor(i, self.request_channel, max_request_bytes=max_request_bytes,
                       idle_ms=connections_max_idle_ms, max_pending_frames=max_pending_frames,
                       max_pending_bytes=max_pending_bytes, node_id=node_id,
-                      dispatcher=dispatcher, inline=inline, quotas=self.connection_quotas)
+                      dispatcher=dispatcher, inline=inline, answer=answer,
+                      quotas=self.connection_quotas)
             for i in range(num_network_threads)
         ]
         self._acceptor: Acceptor | None = None
