@@ -143,6 +143,7 @@ class KafkaProducer:
         self._close_lock = threading.Lock()
         self.client_id: str = cfg["client.id"]
         self._max_block_ms: int = cfg["max.block.ms"]
+        self._delivery_timeout_ms: int = cfg["delivery.timeout.ms"]
         self._max_request_size: int = cfg["max.request.size"]
         self._total_memory: int = cfg["buffer.memory"]
         self._serialize_key = as_serialize_fn(cfg["key.serializer"])
@@ -172,7 +173,7 @@ class KafkaProducer:
         self._drain_lock = threading.Lock()
         self._queue_cluster: Any = None
         self._queue = RecordQueue(
-            self._append_queued, self._settle_queued, self._client.selector.wakeup, self._time_ns,
+            self._append_queued, self._settle_queued, self._client.selector.wakeup, self._time_ns, self._monotonic_ns,
             self._serialize_key, self._serialize_value,
             raw_keys=self._raw_keys, raw_values=self._raw_values, ignore_keys=self._ignore_keys,
             max_record_size=self._max_record_size, max_records=QUEUE_MAX_RECORDS, max_bytes=QUEUE_MAX_BYTES,
@@ -629,11 +630,32 @@ class KafkaProducer:
         try:
             queue = self._queue
             if len(queue):
-                self._append_taken(queue.take(), max_wait_ms, raise_errors)
+                oldest_ns = queue.oldest_ns
+                futures = queue.take()
+                if not self._expired_in_queue(futures, oldest_ns, ""):
+                    self._append_taken(futures, oldest_ns, max_wait_ms, raise_errors)
         finally:
             lock.release()
 
-    def _append_taken(self, futures: list[QueuedRecordFuture], max_wait_ms: float, raise_errors: bool) -> None:
+    def _expired_in_queue(self, futures: list[QueuedRecordFuture], oldest_ns: int, topic: str) -> bool:
+        """Fail ``futures`` if the oldest of them was queued delivery.timeout.ms ago (it bounds the
+        time from send() to an outcome, queue included: records wait there only while
+        buffer.memory is exhausted)."""
+        waited_ms = (self._monotonic_ns() - oldest_ns) // 1_000_000
+        if waited_ms < self._delivery_timeout_ms:
+            return False
+        expired = KafkaTimeoutError(
+            f"buffer memory for records sent{' to ' + topic if topic else ''}: they waited in send()'s "
+            f"queue for {waited_ms} ms, past delivery.timeout.ms={self._delivery_timeout_ms} (the brokers "
+            "did not acknowledge batches fast enough to free buffer.memory)",
+            self._delivery_timeout_ms,
+        )
+        for future in futures:
+            future.fail(expired)
+        return True
+
+    def _append_taken(self, futures: list[QueuedRecordFuture], oldest_ns: int, max_wait_ms: float,
+                      raise_errors: bool) -> None:
         clock = self._clock
         now = clock.milliseconds()
         cluster = self._metadata.fetch()
@@ -655,7 +677,9 @@ class KafkaProducer:
                 accumulator.append_run(topic, partition, QueuedRun(group), len(group),
                                        max(0.0, deadline - clock.milliseconds()), now, view, self._wakeup_sender)
             except BufferExhaustedError:
-                self._queue.give_back([future for future in futures if future.is_queued()])
+                left = [future for future in futures if future.is_queued()]
+                if not self._expired_in_queue(left, oldest_ns, topic):
+                    self._queue.give_back(left)
                 if raise_errors:
                     raise
                 return

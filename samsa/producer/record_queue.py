@@ -214,6 +214,7 @@ class RecordQueue:
         settle: Callable[[float | None], bool],
         wake: Callable[[], object],
         time_ns: Callable[[], int],
+        monotonic_ns: Callable[[], int],
         serialize_key: Callable[[str, Any], bytes | None],
         serialize_value: Callable[[str, Any], bytes | None],
         *,
@@ -234,6 +235,7 @@ class RecordQueue:
         self._settle = settle
         self._wake = wake
         self._time_ns = time_ns
+        self._monotonic_ns = monotonic_ns
         self._serialize_key = serialize_key
         self._serialize_value = serialize_value
         self._raw_keys = raw_keys
@@ -243,6 +245,10 @@ class RecordQueue:
         self._max_records = max_records
         self._max_bytes = max_bytes
         self.queued_bytes = 0
+        # When the oldest queued record was queued (monotonic ns; read only when the queue was
+        # empty): records left waiting for buffer memory still expire after delivery.timeout.ms.
+        self.oldest_ns = 0
+        self._taken_oldest_ns = 0
         self.topics: dict[str, int] = {}
         self.open = open
         # How long the Sender lets queued records wait before it appends them (linger.ms).
@@ -319,6 +325,7 @@ class RecordQueue:
         if futures:
             self._put(future)
         else:
+            self.oldest_ns = self._monotonic_ns()
             self._put(future)
             if self.sender_sleeps_long:
                 self._wake()
@@ -338,11 +345,13 @@ class RecordQueue:
         pop = self._pop
         taken = [pop() for _ in range(len(self._futures))]
         self.queued_bytes = 0
+        self._taken_oldest_ns = self.oldest_ns
         return taken
 
     def give_back(self, futures: list[QueuedRecordFuture]) -> None:
         """Put records :meth:`take` took and could not append back at the head, in order."""
         self._futures.extendleft(reversed(futures))
+        self.oldest_ns = self._taken_oldest_ns
 
     def settle(self, future: QueuedRecordFuture, timeout: float | None) -> None:
         """Append the queue until ``future`` is in a batch (a get() or a callback needs it),

@@ -83,7 +83,7 @@ def make_queue(rq: ModuleType, **overrides: Any) -> tuple[Any, Drains]:
                                 "max_record_size": 1 << 20, "max_records": 1000, "max_bytes": 1 << 20,
                                 "max_wait_ms": 5, "open": True}
     settings.update(overrides)
-    queue = rq.RecordQueue(drains.drain, drains.settle, drains.wake, lambda: 1_700_000_000_000_000_000,
+    queue = rq.RecordQueue(drains.drain, drains.settle, drains.wake, lambda: 1_700_000_000_000_000_000, lambda: 5,
                            lambda topic, key: key.encode(), lambda topic, value: value.encode(), **settings)
     drains.queue = queue
     queue.topics["t"] = PARTITIONS
@@ -323,3 +323,14 @@ def test_memory_exhausted_send_raises_and_queued_records_still_go_out_once(clust
     assert offsets == list(range(len(futures)))
     got = read_back(cluster.bootstrap_servers, "slow", 1, len(futures))
     assert [v[:6] for _, v in got[0]] == [b"%06d" % i for i in range(len(futures))]
+
+
+def test_records_queued_past_delivery_timeout_fail_with_a_timeout(cluster: MockCluster) -> None:
+    """delivery.timeout.ms bounds the time from send() to an outcome, the queue included."""
+    with producer_for(cluster) as producer:
+        producer.send("few", b"warm").get(timeout=DEADLINE_S)
+        producer._queue._monotonic_ns = lambda: 0  # every record queued now looks ancient
+        futures = [producer.send("few", b"x") for _ in range(3)]
+        for future in futures:
+            with pytest.raises(KafkaTimeoutError, match="delivery.timeout.ms"):
+                future.get(timeout=DEADLINE_S)
