@@ -74,7 +74,7 @@ PIECE_SCHEMA = pa.schema([ARROW_SCHEMA.field(name) for name in
 
 _LOG_APPEND_TIME = int(TimestampType.LOG_APPEND_TIME)
 _AR12 = np.arange(12, dtype=np.int64)
-_NO_HEADERS = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
+_NO_HEADERS = pa.StructArray.from_arrays([pa.nulls(0, pa.string()), pa.nulls(0, pa.binary())],
                                          fields=list(HEADER_TYPE))
 _WORK_MIN = 1 << 20
 _local = threading.local()
@@ -97,6 +97,12 @@ class RunRead(NamedTuple):
     rows: Rows | None
     next_offset: int
     rest: tuple[bytes, int, int] | None
+
+
+def _fixed(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """A fixed-width Arrow array over the buffer of ``values`` (of type_'s width).  pa.array()
+    on a numpy array looks for pandas first, importing it on first use (~0.2 s)."""
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 
 
 def _int64s(values: list[int]) -> np.ndarray:
@@ -196,7 +202,8 @@ def _headers(bufs: _Buffers, cols: RecordColumns, value_end: np.ndarray) -> pa.A
     n = cols.count
     list_offsets = np.zeros(n + 1, np.int32)
     if not cols.header_counts:
-        return pa.ListArray.from_arrays(pa.array(list_offsets), _NO_HEADERS, type=HEADERS_TYPE)
+        return pa.ListArray.from_arrays(_fixed(list_offsets, pa.int32()), _NO_HEADERS,
+                                        type=HEADERS_TYPE)
     counts = _int32s(cols.header_counts)
     np.cumsum(counts, out=list_offsets[1:])
     key_pos = np.repeat(value_end, counts) + _int64s(cols.header_key_at)
@@ -205,7 +212,7 @@ def _headers(bufs: _Buffers, cols: RecordColumns, value_end: np.ndarray) -> pa.A
     keys = _header_keys(_binary(items, key_pos, _int64s(cols.header_key_len)))
     values = _binary(items, value_pos, _int64s(cols.header_value_len))
     structs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
-    return pa.ListArray.from_arrays(pa.array(list_offsets), structs, type=HEADERS_TYPE)
+    return pa.ListArray.from_arrays(_fixed(list_offsets, pa.int32()), structs, type=HEADERS_TYPE)
 
 
 # -- one poll's records ------------------------------------------------------------------------
@@ -334,9 +341,10 @@ class PollColumns:
         tps = self._partitions
         return pa.RecordBatch.from_arrays([
             keys, values, _topics(tps, partitions, counts, sec_rows),
-            pa.array(np.repeat(np.array([tps[p].partition for p in partitions], np.int32),
-                               sec_rows)),
-            pa.array(offsets), pa.array(stamps), pa.array(np.repeat(types, sec_rows)),
+            _fixed(np.repeat(np.array([tps[p].partition for p in partitions], np.int32),
+                             sec_rows), pa.int32()),
+            _fixed(offsets, pa.int64()), _fixed(stamps, pa.int64()),
+            _fixed(np.repeat(types, sec_rows), pa.int8()),
             _headers(bufs, cols, value_pos + value_size),
         ], schema=ARROW_SCHEMA)
 
@@ -351,6 +359,13 @@ def _topics(tps: list[TopicPartition], partitions: Sequence[int], counts: Sequen
     data = b"".join([names[p] * rows for p, rows in zip(partitions, counts, strict=True)])
     return pa.Array.from_buffers(pa.string(), len(lengths),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _repeated(name: bytes, n: int) -> pa.Array:
+    """A string column of ``n`` times ``name``."""
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(name))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(name * n)])
 
 
 def _mark(cols: RecordColumns) -> tuple[int, ...]:
@@ -408,7 +423,7 @@ def _decompressed(batches: Sequence[RecordBatch], max_decompressed_bytes: int
 
 
 def empty_piece() -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in PIECE_SCHEMA],
+    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in PIECE_SCHEMA],
                                       schema=PIECE_SCHEMA)
 
 
@@ -434,8 +449,8 @@ def with_partition(topic: str, partition: int, pieces: Sequence[pa.RecordBatch])
     n = piece.num_rows
     key, value, offset, stamp, kind, headers = piece.columns
     return pa.RecordBatch.from_arrays([
-        key, value, pa.repeat(pa.scalar(topic, pa.string()), n).cast(pa.string()),
-        pa.array(np.full(n, partition, np.int32)), offset, stamp, kind, headers,
+        key, value, _repeated(topic.encode(), n),
+        _fixed(np.full(n, partition, np.int32), pa.int32()), offset, stamp, kind, headers,
     ], schema=ARROW_SCHEMA)
 
 

@@ -5,6 +5,9 @@ aborted transactions under read_committed, fetches from inside a batch, corrupt 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,6 +26,7 @@ from tests.consumer.test_read_committed import ABORTING, LOG
 from tests.records import strategies
 
 TP = TopicPartition("arrow", 3)
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def build(batches: list[list[Any]], codec: Compression = Compression.NONE, base: int = 0,
@@ -238,3 +242,20 @@ def test_crc_failure_raises_as_poll_does() -> None:
     with pytest.raises(CorruptRecordError) as arrow_error:
         b.take_arrow(10)
     assert str(arrow_error.value) == str(row_error.value)
+
+
+def test_reading_records_into_arrow_does_not_import_pandas() -> None:
+    """pa.array() on a numpy array looks for pandas first and imports it: about 0.2 s at a
+    consumer's first poll_arrow(), for a library the columns never need."""
+    code = """
+import sys
+from tests.consumer.test_arrow_records import build, fetch
+from samsa.consumer.arrow_records import PollColumns, assemble
+columns = PollColumns()
+pieces = fetch(build([[(1, None, b"v", [])] * 20, [(2, b"k", b"w" * 20, [("h", b"x")])] * 5])
+               ).take_arrow(100, columns)
+batch = assemble(columns, pieces)
+assert batch.num_rows == 25, batch
+assert "pandas" not in sys.modules, "imported pandas"
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
