@@ -23,8 +23,12 @@ Settings (printed with the results):
   queued and waits fetch.queue.backoff.ms before the next fetch -- 1000 ms by default
   (CONFIGURATION.md; the setting came in librdkafka 2.1), which leaves the consumer idle most
   of the time in a bench that drains the queue faster than that;
-* samsa: its defaults, poll() with max_records=10000 and (samsa-500) 500, poll_arrow() with
-  max_records=10000;
+* samsa: ``receive.buffer.bytes=-1`` (the OS's buffer, which Linux sizes to the traffic, as
+  librdkafka's socket.receive.buffer.bytes=0 default leaves it), else its defaults; poll()
+  with max_records=10000 and (samsa-500) 500, poll_arrow() with max_records=10000.  Java's
+  default of 64 KiB caps what the broker can send before the consumer reads: a 1 MiB
+  partition's answer then arrives in a dozen pieces, each a wake-up and a pass of the poll
+  loop, and the broker waits on the consumer meanwhile;
 * kafka-python and aiokafka: their defaults (max_poll_records 500), polled in a loop.  Against
   the mock, kafka-python also gets ``api_version=(2, 3)`` (its documented setting for the
   broker version): left to probe, it sends ApiVersions v3/v4, which the mock does not support;
@@ -57,11 +61,11 @@ VALUE_SIZE = 100
 CLIENTS = ("samsa", "samsa-500", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
 MAX_RECORDS = 10_000  # samsa's max_records per poll, confluent-kafka's consume() batch
 CONFLUENT_SETTINGS = {"fetch.queue.backoff.ms": 10}
-SAMSA_SETTINGS: dict[str, Any] = {}  # its defaults (Java's): max.partition.fetch.bytes 1 MiB, ...
+SAMSA_SETTINGS: dict[str, Any] = {"receive.buffer.bytes": -1}  # else Java's defaults
 SETTINGS = {
-    "samsa": f"defaults, poll(1.0, max_records={MAX_RECORDS})",
-    "samsa-500": "defaults, poll(1.0) (max.poll.records 500)",
-    "samsa-arrow": f"defaults, poll_arrow(1.0, max_records={MAX_RECORDS})",
+    "samsa": f"receive.buffer.bytes=-1, poll(1.0, max_records={MAX_RECORDS})",
+    "samsa-500": "receive.buffer.bytes=-1, poll(1.0) (max.poll.records 500)",
+    "samsa-arrow": f"receive.buffer.bytes=-1, poll_arrow(1.0, max_records={MAX_RECORDS})",
     "confluent": f"fetch.queue.backoff.ms=10, consume({MAX_RECORDS}, 1.0)",
     "kafka-python": "defaults, poll(timeout_ms=1000)",
     "kafka-python mock": "api_version=(2, 3), else defaults, poll(timeout_ms=1000)",
