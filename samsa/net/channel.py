@@ -8,15 +8,17 @@ twice.  Frames that sit entirely inside one read chunk are handed out as zero-co
 
 Writes: Kafka's Java KafkaChannel holds one in-progress Send per channel; here the channel keeps a
 FIFO of sends with the partial-write offset of the head, and writes as many of them as the socket
-accepts with one gather ``sendmsg`` call.  A send is ``completed`` once its last byte has been
-handed to the kernel, which is what ``InFlightRequests.can_send_more`` asks about.
+accepts with one gather ``sendmsg`` call.  A send may itself be a list of buffers (a Produce
+request and the record batches it carries, uncopied), which that call takes too.  A send is
+``completed`` once its last byte has been handed to the kernel, which is what
+``InFlightRequests.can_send_more`` asks about.
 
 TLS (security.protocol SSL, SASL_SSL): an :class:`SslKafkaChannel` wraps its socket once the TCP
 connect is done and runs the handshake without blocking (state HANDSHAKING, the Selector
 following what OpenSSL wants next); its own ``read``/``write`` replace the plaintext ones, so the
 plaintext path carries no TLS test.  An SSL socket has no ``sendmsg`` (and ``os.sendfile`` must
 never see one), and OpenSSL wants a write it refused retried with the same bytes, so sends go
-one at a time; ``recv`` returns at most one TLS record, so a read goes on until OpenSSL wants
+one at a time, a list of buffers joined first; ``recv`` returns at most one TLS record, so a read goes on until OpenSSL wants
 more from the socket, which leaves nothing decrypted behind that ``select`` could not see.
 """
 
@@ -35,7 +37,9 @@ from typing import Any
 from samsa.errors import KafkaConnectionError, SslAuthenticationError
 
 READ_CHUNK = 65536
-# Linux IOV_MAX is 1024; a smaller batch keeps each sendmsg call cheap to build.
+# Linux IOV_MAX is 1024: sendmsg fails with more buffers.  At most _MAX_GATHER queued sends
+# are written by one call, which keeps it cheap to build.
+_MAX_IOV = 512
 _MAX_GATHER = 64
 _SIZE = struct.Struct(">i")
 
@@ -55,7 +59,9 @@ class ChannelState(enum.Enum):
 
 
 class NetworkSend:
-    """A whole size-prefixed frame to write to ``destination``.
+    """A whole size-prefixed frame to write to ``destination``: one bytes-like object, or a
+    list of them written with one gather call (a Produce request's record batches are not
+    copied into the frame: ``encode_request_buffers``).
 
     ``urgent`` asks the Selector to report the completion promptly (its poll does not block
     while such a send is waiting to be reported); requests without a response set it.
@@ -64,11 +70,11 @@ class NetworkSend:
 
     __slots__ = ("completed", "data", "destination", "request", "size", "urgent")
 
-    def __init__(self, destination: int, data: bytes | bytearray | memoryview,
+    def __init__(self, destination: int, data: bytes | bytearray | memoryview | list[Any],
                  request: Any = None, urgent: bool = False) -> None:
         self.destination = destination
         self.data = data
-        self.size = len(data)
+        self.size = sum(map(len, data)) if type(data) is list else len(data)
         self.completed = False
         self.urgent = urgent
         self.request = request
@@ -161,8 +167,12 @@ class KafkaChannel:
     def write_now(self, send: NetworkSend) -> bool:
         """Try to write a send when nothing is queued; queue what does not fit.
         Returns True if the whole send went out."""
+        data = send.data
         try:
-            n = self.sock.send(send.data)
+            if isinstance(data, list):
+                n = self.sock.sendmsg(data if len(data) <= _MAX_IOV else data[:_MAX_IOV])
+            else:
+                n = self.sock.send(data)
         except self._WOULD_BLOCK:
             n = 0
         self.bytes_sent += n
@@ -180,20 +190,26 @@ class KafkaChannel:
         while sends:
             head = sends[0]
             offset = self.send_offset
-            if len(sends) == 1:
-                data = head.data if offset == 0 else memoryview(head.data)[offset:]
+            data = head.data
+            if len(sends) == 1 and not isinstance(data, list):
                 try:
-                    n = sock.send(data)
+                    n = sock.send(data if offset == 0 else memoryview(data)[offset:])
                 except BlockingIOError:
                     return
                 wanted = head.size - offset
             else:
-                buffers: list[Any] = [memoryview(head.data)[offset:] if offset else head.data]
+                buffers = _unsent(data, offset)
                 wanted = head.size - offset
                 for i in range(1, min(len(sends), _MAX_GATHER)):
                     s = sends[i]
-                    buffers.append(s.data)
+                    if isinstance(s.data, list):
+                        buffers += s.data
+                    else:
+                        buffers.append(s.data)
                     wanted += s.size
+                if len(buffers) > _MAX_IOV:
+                    del buffers[_MAX_IOV:]
+                    wanted = sum(map(len, buffers))
                 try:
                     n = sock.sendmsg(buffers)
                 except BlockingIOError:
@@ -352,13 +368,18 @@ class SslKafkaChannel(KafkaChannel):
         self.state = ChannelState.CONNECTED
         return 0
 
+    def write_now(self, send: NetworkSend) -> bool:
+        _flatten(send)
+        return super().write_now(send)
+
     def write(self, completed: list[NetworkSend]) -> None:
         sends = self.sends
         sock = self.sock
         while sends:
             head = sends[0]
             offset = self.send_offset
-            data = head.data if offset == 0 else memoryview(head.data)[offset:]
+            flat = _flatten(head)
+            data = flat if offset == 0 else memoryview(flat)[offset:]
             try:
                 # OpenSSL takes all of it or raises (no partial writes); a refused write is
                 # retried with the same bytes next time the socket is writable.
@@ -418,6 +439,28 @@ class SslKafkaChannel(KafkaChannel):
             else:
                 data = chunk
             self._cut_frames(data, out)
+
+
+def _flatten(send: NetworkSend) -> bytes | bytearray | memoryview:
+    """One buffer for a TLS socket, which has no sendmsg."""
+    data = send.data
+    if isinstance(data, list):
+        data = send.data = b"".join(data)
+    return data
+
+
+def _unsent(data: Any, offset: int) -> list[Any]:
+    """The buffers of a send's data from byte ``offset`` on (a list, for a gather write)."""
+    if not isinstance(data, list):
+        return [memoryview(data)[offset:] if offset else data]
+    if not offset:
+        return list(data)
+    for i, chunk in enumerate(data):
+        size = len(chunk)
+        if offset < size:
+            return [memoryview(chunk)[offset:], *data[i + 1:]]
+        offset -= size
+    return []
 
 
 def _ssl_reason(error: ssl.SSLError) -> str:

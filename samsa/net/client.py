@@ -78,7 +78,7 @@ from samsa.net.metadata import Metadata, MetadataRequestPlan
 from samsa.net.request import ClientRequest, ClientResponse
 from samsa.net.sasl import SASL_HANDSHAKE_VERSION, SaslClientAuthenticator, unsecured_login_callback
 from samsa.net.selector import DEFAULT_MAX_RECEIVE_SIZE, IdleConnectionClosed, Selector
-from samsa.protocol import APIS, ApiKey, Message, decode_response, encode_request
+from samsa.protocol import APIS, ApiKey, Message, decode_response, encode_request_buffers
 from samsa.protocol.messages.api_versions import API as _API_VERSIONS_API
 from samsa.security.tls import client_ssl_context
 
@@ -413,12 +413,15 @@ class NetworkClient:
         corr = self._correlation
         self._correlation = 0 if corr >= _MAX_CORRELATION_ID else corr + 1
         request.correlation_id = corr
-        data = encode_request(request.request, version, corr, self.client_id)
+        # Large records values (a Produce request's batches) stay separate buffers: the
+        # channel writes them with the frame in one gather call instead of copying them.
+        buffers = encode_request_buffers(request.request, version, corr, self.client_id)
         request.send_time_ms = now
         timeout = request.request_timeout_ms
         deadline = now + (self.request_timeout_ms if timeout is None else timeout)
         self._next_request_deadline = min(self._next_request_deadline, deadline)
-        send = NetworkSend(node_id, data, request, urgent=not request.expect_response)
+        send = NetworkSend(node_id, buffers[0] if len(buffers) == 1 else buffers, request,
+                           urgent=not request.expect_response)
         request.send = send
         self.in_flight_requests.add(request)
         self.selector.send(send)

@@ -20,6 +20,7 @@ from samsa.protocol.frames import (
     decode_response,
     encode_body,
     encode_request,
+    encode_request_buffers,
     encode_response,
     encode_response_bytes,
     peek_correlation_id,
@@ -34,7 +35,7 @@ __all__ = [
     "APIS", "APIS_BY_NAME", "Api", "ApiKey", "Message", "ProtocolDecodeError", "RequestHeader",
     "ResponseHeader", "api_for", "decode_body", "decode_request", "decode_request_body",
     "decode_request_header", "decode_response", "encode_body", "encode_request",
-    "encode_response", "encode_response_bytes", "peek_correlation_id",
+    "encode_request_buffers", "encode_response", "encode_response_bytes", "peek_correlation_id",
     "request_header_version", "response_header_version",
 ]
 

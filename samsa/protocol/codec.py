@@ -34,6 +34,7 @@ from samsa.protocol.types import (
     INT32,
     Decoder,
     Encoder,
+    GatherChunks,
     ProtocolDecodeError,
     bytes_codec,
     length_codec,
@@ -353,7 +354,7 @@ def _compile_struct(schema: StructSchema, version: int, flexible: bool) -> Struc
         "pack_i16": INT16.pack, "pack_i32": INT32.pack,
         "unpack_i16": INT16.unpack_from, "unpack_i32": INT32.unpack_from,
         "past_end": past_end, "too_many": _too_many,
-        "BYTES_LIKE": BYTES_LIKE, "write_records": write_records,
+        "BYTES_LIKE": BYTES_LIKE, "write_records": write_records, "GatherChunks": GatherChunks,
     }
     enc_src = _Source(ns)
     dec_src = _Source(ns)
@@ -505,8 +506,9 @@ def _gen_sized(f: FieldSchema, compact: bool, nullable: bool, enc_src: _Source,
         enc_src.add(2, "v = v.encode()")
     _gen_write_length(enc_src, 2, "len(v)", compact, wide)
     if kind == "records":
-        # File slices (zero-copy sends) are not bytes-like: write_records splices them in.
-        enc_src.add(2, "if isinstance(v, BYTES_LIKE):")
+        # File slices (zero-copy sends) are not bytes-like, and a GatherChunks splices large
+        # values in too: write_records does both.
+        enc_src.add(2, "if isinstance(v, BYTES_LIKE) and type(buf) is not GatherChunks:")
         enc_src.add(3, "buf += v")
         enc_src.add(2, "else:")
         enc_src.add(3, "write_records(buf, v)")

@@ -17,7 +17,14 @@ from samsa.protocol.codec import MALFORMED, decode_struct, malformed, struct_cod
 from samsa.protocol.message import Message, make_class
 from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
 from samsa.protocol.schema import StructSchema, build_struct
-from samsa.protocol.types import INT32, Decoder, ExternalChunks, ProtocolDecodeError
+from samsa.protocol.types import (
+    BYTES_LIKE,
+    INT32,
+    Decoder,
+    ExternalChunks,
+    GatherChunks,
+    ProtocolDecodeError,
+)
 
 _request_header_schema = build_struct("RequestHeader", REQUEST_HEADER, {}, {})
 _response_header_schema = build_struct("ResponseHeader", RESPONSE_HEADER, {}, {})
@@ -52,6 +59,26 @@ _pack_size = INT32.pack_into
 def encode_request(request: Message, api_version: int, correlation_id: int,
                    client_id: str | None) -> bytes:
     """A size-prefixed request frame."""
+    chunks = _with_size_prefix(_encode_request(ExternalChunks, request, api_version,
+                                               correlation_id, client_id))
+    # External records values (file slices) are not bytes-like: read them, as
+    # encode_response_bytes does.
+    return chunks[0] if len(chunks) == 1 else _join_chunks(chunks)
+
+
+def encode_request_buffers(request: Message, api_version: int, correlation_id: int,
+                           client_id: str | None) -> list[Any]:
+    """The frame of ``encode_request`` as a list of bytes-like buffers for a gather write:
+    records values of GATHER_MIN bytes or more are the caller's objects, not copies."""
+    buf = _encode_request(GatherChunks, request, api_version, correlation_id, client_id)
+    if not buf.externals:
+        _pack_size(buf, 0, len(buf) - 4)
+        return [buf]
+    return [c if isinstance(c, BYTES_LIKE) else c.read() for c in _with_size_prefix(buf)]
+
+
+def _encode_request(buffer: type[ExternalChunks], request: Message, api_version: int,
+                    correlation_id: int, client_id: str | None) -> ExternalChunks:
     plan = _request_encode_plans.get((type(request), api_version))
     if plan is None:
         plan = _request_encode_plan(request, api_version)
@@ -59,18 +86,15 @@ def encode_request(request: Message, api_version: int, correlation_id: int,
     # The size placeholder and header v1; header v2 adds an empty tagged-field section.  The
     # client id is always a classic int16-length string.
     if client_id is None:
-        buf = ExternalChunks(_pack_request_head(0, key, api_version, correlation_id, -1))
+        buf = buffer(_pack_request_head(0, key, api_version, correlation_id, -1))
     else:
         raw = client_id.encode()
-        buf = ExternalChunks(_pack_request_head(0, key, api_version, correlation_id, len(raw)))
+        buf = buffer(_pack_request_head(0, key, api_version, correlation_id, len(raw)))
         buf += raw
     if flexible:
         buf.append(0)
     encode(buf, request)
-    chunks = _with_size_prefix(buf)
-    # External records values (file slices) are not bytes-like: read them, as
-    # encode_response_bytes does.
-    return chunks[0] if len(chunks) == 1 else _join_chunks(chunks)
+    return buf
 
 
 _pack_request_head = struct.Struct(">ihhih").pack

@@ -304,14 +304,43 @@ class ExternalChunks(bytearray):
         return out
 
 
+class GatherChunks(ExternalChunks):
+    """ExternalChunks for a gather write (``socket.sendmsg``): records values of at least
+    ``GATHER_MIN`` bytes are spliced in by reference too, bytes-like or not, so that a Produce
+    request's record batches go to the socket without being copied into the frame (Java's
+    ProduceRequest sends its MemoryRecords' buffers the same way, as a MultiRecordsSend).
+    ``chunks()`` gives views of the buffer between them, not copies."""
+
+    def chunks(self) -> list[Any]:
+        if not self.externals:
+            return [self]
+        view = memoryview(self)
+        out: list[Any] = []
+        start = 0
+        for pos, value in self.externals:
+            if pos > start:
+                out.append(view[start:pos])
+            out.append(value)
+            start = pos
+        if start < len(self):
+            out.append(view[start:])
+        return out
+
+
+# Smaller records values are cheaper to copy than to send as a buffer of their own.
+GATHER_MIN = 1024
 BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
 def write_records(buf: bytearray, v: Any) -> None:
     """The payload of a non-null records value (its length is already written): bytes-like
-    values are copied, others (file slices) are spliced in when ``buf`` allows it, else read."""
+    values are copied (spliced in by a GatherChunks if large), others (file slices) are
+    spliced in when ``buf`` allows it, else read."""
     if isinstance(v, BYTES_LIKE):
-        buf += v
+        if type(buf) is GatherChunks and len(v) >= GATHER_MIN:
+            buf.add_external(v)
+        else:
+            buf += v
     elif isinstance(buf, ExternalChunks):
         buf.add_external(v)
     else:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from samsa.net.channel import READ_CHUNK, InvalidReceiveError, KafkaChannel, NetworkSend
+from samsa.net.channel import _MAX_IOV, READ_CHUNK, InvalidReceiveError, KafkaChannel, NetworkSend
 
 
 def frame(payload: bytes) -> bytes:
@@ -119,5 +119,32 @@ def test_partial_writes_keep_order_and_report_completion(pair):
     # Completed strictly in order, each once, and the head's partial offset was honoured.
     assert completed == sends
     assert all(s.completed for s in sends)
+    assert bytes(received) == expected
+    assert not ch.has_send
+
+
+def test_gather_sends_survive_partial_writes_in_order(pair):
+    # Sends whose data is a list of buffers (a Produce request and its record batches) mixed
+    # with plain ones, through a small socket buffer: every byte once, in order, each send
+    # completed once its last byte went out.
+    a, b = pair
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    ch = channel_for(a)
+    pieces = [bytes([i]) * 70_000 for i in range(3)]
+    gather = NetworkSend(7, [frame(b"head"), memoryview(pieces[0]), pieces[1], bytearray(pieces[2])])
+    plain = NetworkSend(7, frame(b"plain"))
+    # More buffers than one sendmsg call may take (IOV_MAX).
+    many = NetworkSend(7, [frame(b"")] + [b"%d" % (i % 10) for i in range(_MAX_IOV * 2 + 3)])
+    sends = [gather, plain, many]
+    assert gather.size == 8 + 210_000
+    assert not ch.write_now(gather)
+    ch.sends.extend(sends[1:])
+    expected = b"".join(b"".join(s.data) if isinstance(s.data, list) else s.data for s in sends)
+    received = bytearray()
+    completed: list[NetworkSend] = []
+    while len(received) < len(expected):
+        ch.write(completed)
+        received += b.recv(1 << 20)
+    assert completed == sends
     assert bytes(received) == expected
     assert not ch.has_send

@@ -26,10 +26,12 @@ from samsa.protocol import (
     decode_response,
     encode_body,
     encode_request,
+    encode_request_buffers,
     encode_response,
     encode_response_bytes,
     peek_correlation_id,
 )
+from samsa.protocol.types import GATHER_MIN
 
 from .strategies import all_cases, body_strategy, case_id
 
@@ -377,6 +379,25 @@ def test_external_records_in_a_request() -> None:
     for version in (3, 9):
         frame = encode_request(produce(FakeSlice(b"batch")), version, 3, "p")
         assert frame == encode_request(produce(b"batch"), version, 3, "p")
+
+
+@pytest.mark.parametrize("version", range(3, 13))
+def test_request_buffers_carry_large_records_uncopied(version: int) -> None:
+    # A Produce request goes out as a gather write: record batches of GATHER_MIN bytes or more
+    # are the caller's own objects between views of the encoded frame; smaller ones are
+    # inlined, and external values are read.
+    big, other = b"B" * GATHER_MIN, bytearray(b"C" * 5000)
+    partitions = [ProduceRequest.PartitionProduceData(index=i, records=r)
+                  for i, r in enumerate([big, b"small", None, other, FakeSlice(b"slice")])]
+    request = ProduceRequest(acks=1, timeout_ms=30000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=partitions)])
+    buffers = encode_request_buffers(request, version, 3, "p")
+    assert b"".join(buffers) == encode_request(request, version, 3, "p")
+    assert [b for b in buffers if b is big or b is other] == [big, other]
+    assert b"small" not in buffers
+    # A request without large records is one buffer.
+    small = ProduceRequest(acks=1, timeout_ms=30000, topic_data=[])
+    assert encode_request_buffers(small, version, 4, None) == [encode_request(small, version, 4, None)]
 
 
 def test_a_null_non_nullable_field_reads_as_empty_in_a_response_only() -> None:

@@ -22,6 +22,7 @@ from samsa.protocol import (
     decode_response,
     encode_body,
     encode_request,
+    encode_request_buffers,
     encode_response,
     request_header_version,
     response_header_version,
@@ -84,6 +85,7 @@ def test_roundtrip(case: tuple[int, str, int], data: Any) -> None:
         client_id = data.draw(st.none() | st.text(max_size=5), label="client_id")
         frame = encode_request(message, version, correlation_id, client_id)
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+        assert b"".join(encode_request_buffers(message, version, correlation_id, client_id)) == frame
         header_bytes = _expected_request_header(key, version, correlation_id, client_id)
         assert frame[4:] == header_bytes + body
         header, decoded_frame_body = decode_request(memoryview(frame)[4:])
