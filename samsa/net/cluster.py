@@ -14,7 +14,7 @@ list, and Kafka itself can name a leader that is not yet registered.  Callers tr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -180,13 +180,17 @@ class ClusterView:
     snapshot: the partitioner's ``ClusterView`` protocol and the accumulator's
     ``AccumulatorCluster`` (samsa.producer), by (topic, partition) and node id."""
 
-    __slots__ = ("_available", "_by_node", "_counts", "cluster")
+    __slots__ = ("_available", "_by_node", "_counts", "_leaders", "_partitions", "cluster")
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
+        # A plain (topic, partition) tuple finds a TopicPartition key (equal hash and ==):
+        # the Sender asks for every partition with data on every loop.
+        self._partitions: Mapping[Any, PartitionInfo] = cluster._partitions
         self._by_node: dict[int, list[tuple[str, int]]] = {}
         self._available: dict[str, list[int]] = {}
         self._counts: dict[str, int | None] = {}
+        self._leaders: dict[str, dict[int, tuple[int | None, int | None]]] = {}
 
     def partition_count(self, topic: str) -> int | None:
         try:
@@ -204,16 +208,30 @@ class ClusterView:
         return available
 
     def leader_for(self, topic: str, partition: int) -> int | None:
-        info = self.cluster.partition(TopicPartition(topic, partition))
-        if info is None or info.leader is None:
+        info = self._partitions.get((topic, partition))
+        if info is None:
             return None
-        return int(info.leader.id)
+        leader = info.leader
+        return None if leader is None else leader.id
 
     def leader_epoch_for(self, topic: str, partition: int) -> int | None:
-        info = self.cluster.partition(TopicPartition(topic, partition))
-        if info is None or info.leader_epoch < 0:
+        info = self._partitions.get((topic, partition))
+        if info is None:
             return None
-        return int(info.leader_epoch)
+        epoch = info.leader_epoch
+        return None if epoch < 0 else epoch
+
+    def partition_leaders(self, topic: str) -> dict[int, tuple[int | None, int | None]]:
+        """Partition -> (leader id, leader epoch) as leader_for and leader_epoch_for answer
+        them, for the topic's known partitions."""
+        leaders = self._leaders.get(topic)
+        if leaders is None:
+            leaders = self._leaders[topic] = {
+                p.partition: (None if p.leader is None else p.leader.id,
+                              None if p.leader_epoch < 0 else p.leader_epoch)
+                for p in self.cluster.partitions_for_topic(topic)
+            }
+        return leaders
 
     def partitions_for_node(self, node_id: int) -> list[tuple[str, int]]:
         parts = self._by_node.get(node_id)

@@ -87,6 +87,7 @@ MAX_DELAY_MS = 2**63 - 1
 
 RETRY_BACKOFF_EXP_BASE = 2
 RETRY_BACKOFF_JITTER = 0.2
+_NO_LEADER: tuple[None, None] = (None, None)  # AccumulatorCluster.partition_leaders() of an unknown partition
 
 
 class AccumulatorCluster(ClusterView, Protocol):
@@ -98,6 +99,11 @@ class AccumulatorCluster(ClusterView, Protocol):
 
     def leader_epoch_for(self, topic: str, partition: int) -> int | None:
         """The partition's leader epoch, None if unknown."""
+        ...
+
+    def partition_leaders(self, topic: str) -> Mapping[int, tuple[int | None, int | None]]:
+        """Partition -> (leader node id, leader epoch), None where unknown; partitions the
+        metadata does not know are missing.  ready() and drain() ask it once per topic."""
         ...
 
     def partitions_for_node(self, node_id: int) -> Sequence[tuple[str, int]]:
@@ -798,26 +804,28 @@ class RecordAccumulator:
             if count is not None and len(batches) >= count:
                 queue_sizes = [0] * len(batches)
                 partition_ids = [0] * len(batches)
+        leaders = cluster.partition_leaders(topic)
+        muted = self._muted
         qi = -1
         for partition, dq in batches.items():
-            leader = cluster.leader_for(topic, partition)
+            leader, leader_epoch = leaders.get(partition, _NO_LEADER)
             if leader is not None and queue_sizes is not None:
                 qi += 1
                 partition_ids[qi] = partition  # type: ignore[index]
                 queue_sizes[qi] = 0
             if not dq:  # most deques are empty; skip them without locking
                 continue
-            leader_epoch = cluster.leader_epoch_for(topic, partition)
             with dq.lock:
                 if not dq:
                     continue
                 batch = dq[0]
                 waited = batch.waited_time_ms(now_ms)
                 batch.maybe_update_leader_epoch(leader_epoch)
-                backing_off = self._should_backoff(
+                attempts = batch.attempts
+                # (_should_backoff is False for a first attempt, the common case.)
+                backing_off = attempts > 0 and self._should_backoff(
                     batch.has_leader_changed_for_the_ongoing_retry(), batch, waited
                 )
-                attempts = batch.attempts
                 dq_size = len(dq)
                 full = dq_size > 1 or batch.is_full()
             if leader is None:
@@ -833,7 +841,7 @@ class RecordAccumulator:
                     > self._availability_timeout_ms
                 ):
                     qi -= 1  # leave this partition out of the adaptive table
-            if leader in ready_nodes or (topic, partition) in self._muted:
+            if leader in ready_nodes or (topic, partition) in muted:
                 continue
             time_to_wait = (
                 self._retry_backoff.backoff(attempts - 1 if attempts > 0 else 0)
@@ -898,24 +906,29 @@ class RecordAccumulator:
         size = 0
         start = self._nodes_drain_index.get(node, 0) % n
         tm = self._tm
+        muted = self._muted
+        topics = self._topics
+        leaders: Mapping[int, tuple[int | None, int | None]] = {}
+        leaders_topic = None
+        index = start
         for i in range(n):
             index = (start + i) % n
-            # Remember where we are so the next drain starts here (no partition starves).
-            self._nodes_drain_index[node] = index
-            topic, partition = parts[index]
-            if (topic, partition) in self._muted:
+            part = parts[index]
+            if part in muted:
                 continue
-            info = self._topics.get(topic)
+            topic, partition = part
+            info = topics.get(topic)
             dq = info.batches.get(partition) if info is not None else None
-            if dq is None:
+            if not dq:  # no deque, or an empty one (checked again under the lock)
                 continue
-            leader_epoch = cluster.leader_epoch_for(topic, partition)
+            if topic != leaders_topic:
+                leaders, leaders_topic = cluster.partition_leaders(topic), topic
             with dq.lock:
                 if not dq:
                     continue
                 first = dq[0]
-                first.maybe_update_leader_epoch(leader_epoch)
-                if self._should_backoff(
+                first.maybe_update_leader_epoch(leaders.get(partition, _NO_LEADER)[1])
+                if first.attempts and self._should_backoff(
                     first.has_leader_changed_for_the_ongoing_retry(),
                     first,
                     first.waited_time_ms(now_ms),
@@ -947,6 +960,8 @@ class RecordAccumulator:
             size += len(batch.close(self._estimator))
             ready.append(batch)
             batch.drained(now_ms)
+        # Remember where we stopped so the next drain starts there (no partition starves).
+        self._nodes_drain_index[node] = index
         return ready
 
     def _should_stop_drain_batches_for_partition(

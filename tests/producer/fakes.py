@@ -35,6 +35,10 @@ class FakeCluster:
     def leader_epoch_for(self, topic: str, partition: int) -> int | None:
         return self.epochs.get((topic, partition))
 
+    def partition_leaders(self, topic: str) -> dict[int, tuple[int | None, int | None]]:
+        return {p: (leader, self.epochs.get((topic, p)))
+                for p, leader in enumerate(self.leaders.get(topic, []))}
+
     def partitions_for_node(self, node_id: int) -> list[tuple[str, int]]:
         return [
             (topic, p)
