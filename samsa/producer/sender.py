@@ -119,6 +119,8 @@ class Sender(threading.Thread):
         self._forced = False
         # Batches sent and not yet answered, per partition, oldest first (for expiry).
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
+        # Until then no batch can reach delivery.timeout.ms: _expire_batches skips its scans.
+        self._next_expiry_scan_ms = 0
         self._init_pid_in_flight = False
         self._init_pid_attempts = 0
         self._init_pid_next_ms = 0
@@ -301,7 +303,8 @@ class Sender(threading.Thread):
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
         next_expiry = accumulator.next_expiry_time_ms()
         if next_expiry is not None:
-            poll_timeout = min(poll_timeout, max(0, next_expiry - now))
+            # Wake for the next scan too: batches created since the last one may be due then.
+            poll_timeout = min(poll_timeout, max(0, next_expiry - now), max(0, self._next_expiry_scan_ms - now))
         if ready_nodes:
             # More may be ready right away; do not block in poll().
             poll_timeout = 0
@@ -313,10 +316,18 @@ class Sender(threading.Thread):
     # --- expiry ---------------------------------------------------------------------
 
     def _expire_batches(self, now: int) -> None:
+        if now < self._next_expiry_scan_ms:
+            return
         accumulator = self.accumulator
         accumulator.reset_next_batch_expiry_time()
         expired_in_flight = self._expired_in_flight_batches(now)
         expired = accumulator.expired_batches(now)
+        # The scans saw every batch's deadline (a queue's head has the oldest); a batch created
+        # after them has a deadline after now + delivery.timeout.ms.  Until the earlier of the
+        # two, another scan would find nothing: the loop runs every request, the scans cost
+        # a lock per partition.
+        next_expiry = accumulator.next_expiry_time_ms()  # (None: unknown, scan every time)
+        self._next_expiry_scan_ms = 0 if next_expiry is None else min(next_expiry, now + self.delivery_timeout_ms)
         for batch in expired_in_flight:
             self._fail_batch(batch, self._delivery_timeout_error(batch, now, in_flight=True), maybe_written=True)
         for batch in expired:

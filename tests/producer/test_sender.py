@@ -25,9 +25,11 @@ from samsa.errors import (
     UnsupportedVersionError,
 )
 from samsa.net.clock import MockClock
-from samsa.net.cluster import Cluster, Node, PartitionInfo
+from samsa.net.cluster import Cluster, ClusterView, Node, PartitionInfo
 from samsa.net.request import ClientRequest
+from samsa.producer.accumulator import RecordAccumulator
 from samsa.producer.batch import ProducerBatch, TopicPartition
+from samsa.producer.buffer_pool import BufferPool
 from samsa.producer.future import RecordFuture
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.sender import Sender
@@ -500,6 +502,35 @@ def test_unit_expired_records_metric_adds_up_over_expiries() -> None:
         sender.run_once()
     assert sender.metrics.expired_records == 3
     assert sender.metrics.record_errors == 3
+
+
+def test_unit_a_batch_queued_after_an_expiry_scan_expires_at_its_own_deadline() -> None:
+    # The Sender skips its expiry scans until the earliest deadline the last scan saw, or that
+    # scan's time + delivery.timeout.ms.  A batch queued meanwhile still fails at its own
+    # deadline, and the poll wakes for it (its leader is unknown: nothing else would).
+    clock = MockClock(now_ms=10_000)
+    polls: list[int] = []
+    client = _Client()
+    client.poll = lambda timeout, now: polls.append(timeout)  # type: ignore[method-assign]
+    accumulator = RecordAccumulator(16_384, BufferPool(1 << 20, 16_384), delivery_timeout_ms=1000,
+                                    clock=clock)
+    sender = Sender(client, _Metadata(_cluster(leader=None)), accumulator, acks=-1, retries=5,
+                    max_request_size=1 << 20, request_timeout_ms=30_000, delivery_timeout_ms=1000,
+                    retry_backoff_ms=100, retry_backoff_max_ms=1000, guarantee_message_order=True,
+                    transaction_manager=None, metrics=ProducerMetrics(clock), client_id="unit-test",
+                    clock=clock)
+    sender.run_once()  # a scan of nothing
+    clock.set_ms(10_600)
+    view = ClusterView(_cluster(leader=None))
+    future = accumulator.append("t", 0, 0, None, b"v", None, None, 0, False, 10_600, view).future
+    for now in (10_600, 11_000, 11_599):
+        clock.set_ms(now)
+        sender.run_once()
+        assert not future.done()
+        assert polls[-1] <= 11_600 - now
+    clock.set_ms(11_600)
+    sender.run_once()
+    assert isinstance(_error(future), KafkaTimeoutError)
 
 
 def test_unit_retries_stop_once_the_batch_used_up_its_retries() -> None:
