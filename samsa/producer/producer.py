@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
@@ -50,7 +50,14 @@ from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
 from samsa.producer.interceptors import ProducerInterceptors
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for_record
-from samsa.producer.record_queue import QueuedRecordFuture, QueuedRun, RecordQueue, group_queued
+from samsa.producer.record_queue import (
+    RECORD_OVERHEAD_UPPER_BOUND,
+    HeadersArg,
+    QueuedRecordFuture,
+    QueuedRun,
+    RecordQueue,
+    group_queued,
+)
 from samsa.producer.record_queue import normalize_headers as _normalize_headers
 from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
@@ -66,15 +73,12 @@ __all__ = ["KafkaProducer", "ProducerRecord", "RecordMetadata"]
 
 log = logging.getLogger(__name__)
 
-HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str | None]] | None
 
 # send()'s queue is appended in bulk once it holds this many records or bytes (the bytes
 # bound keeps large records from waiting outside buffer.memory for long).
 QUEUE_MAX_RECORDS = 256
 QUEUE_MAX_BYTES = 1 << 20
 
-# A v2 batch header plus a record's varints at their widest (estimate_size_upper_bound).
-_RECORD_OVERHEAD_UPPER_BOUND = estimate_size_upper_bound(None, None)
 # How often send() tells Metadata a topic is still in use (metadata.max.idle.ms is >= 5 s).
 _TOPIC_TOUCH_INTERVAL_MS = 1000
 
@@ -302,7 +306,7 @@ class KafkaProducer:
             else:
                 record_headers = None
                 # estimate_size_upper_bound without headers, inlined for the hot path
-                size = _RECORD_OVERHEAD_UPPER_BOUND + (len(key_bytes) if key_bytes is not None else 0) + (
+                size = RECORD_OVERHEAD_UPPER_BOUND + (len(key_bytes) if key_bytes is not None else 0) + (
                     len(value_bytes) if value_bytes is not None else 0
                 )
             if size > self._max_record_size:
@@ -563,7 +567,7 @@ class KafkaProducer:
         longest = max(map(len, filter(None, values)), default=0)
         if keys is not None:
             longest += max(map(len, filter(None, keys)), default=0)
-        if headers is None and _RECORD_OVERHEAD_UPPER_BOUND + longest <= self._max_record_size:
+        if headers is None and RECORD_OVERHEAD_UPPER_BOUND + longest <= self._max_record_size:
             return
         for i, value in enumerate(values):
             size = estimate_size_upper_bound(None if keys is None else keys[i], value,

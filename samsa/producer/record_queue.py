@@ -40,6 +40,8 @@ from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, to_positive
 from samsa.records.builder import Header
 
 __all__ = [
+    "RECORD_OVERHEAD_UPPER_BOUND",
+    "HeadersArg",
     "QueuedRecordFuture",
     "QueuedRun",
     "RecordQueue",
@@ -50,9 +52,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 HeadersArg = Mapping[str, bytes | str | None] | Iterable[tuple[str, bytes | str | None]] | None
+"""send()'s headers: a mapping or (name, value) pairs; str values are sent as UTF-8."""
 
 # A v2 batch header plus a record's varints at their widest (estimate_size_upper_bound).
-_RECORD_OVERHEAD_UPPER_BOUND: Final = estimate_size_upper_bound(None, None)
+RECORD_OVERHEAD_UPPER_BOUND: Final = estimate_size_upper_bound(None, None)
 
 # The result a queued future points at until it is appended: never completed.
 _UNBOUND: Final = ProduceRequestResult("", UNKNOWN_PARTITION)
@@ -307,7 +310,7 @@ class RecordQueue:
             size = estimate_size_upper_bound(key_bytes, value_bytes, record_headers)
         else:
             record_headers = None
-            size = _RECORD_OVERHEAD_UPPER_BOUND
+            size = RECORD_OVERHEAD_UPPER_BOUND
             if key_bytes is not None:
                 size += len(key_bytes)
             if value_bytes is not None:
