@@ -25,9 +25,13 @@ way, so it is valid too.  Runs are grown by galloping, so that the work stays li
 the input; where runs are short (sizes vary) records are parsed one at a time.
 
 setup.py compiles this module with mypyc where it can (pure Python otherwise), which makes the
-one-at-a-time parse as cheap per record as the runs, provided it reads a ``bytes`` (compiled, a
-byte of a bytes is read in place; of a bytearray, or of a value typed as either, by a generic
-call: six times the cost per record), so the records it parses are copied into one first.
+one-at-a-time parse about 21 ns a record, provided it reads a ``bytes`` (compiled, a byte of a
+bytes is read in place; of a bytearray, or of a value typed as either, by a generic call: six
+times the cost per record), so the records it parses are copied into one first.  Compiled, a
+run costs a few microseconds however short, so batches of up to _ONE_BY_ONE_MAX records (a
+16 KiB batch of 100-byte values holds 148) are parsed one at a time from the start: 3.2 us
+against 4.1 for such a batch; larger ones still go by runs (80 us against 1.1 ms for 1 MiB).
+The module's constants are Final: compiled code reads them as C statics, not by a dict lookup.
 Hence too the annotations must be true at run time (a compiled function checks its arguments'
 types), and the errors live in record_errors.py so that the compiled module and this source
 raise the same classes.
@@ -36,7 +40,7 @@ raise the same classes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from samsa.broker.log.config import LONG_MAX, LogConfig
 from samsa.broker.log.record_errors import BatchPlace, RecordTimestampError, RecordValidationError
@@ -53,32 +57,36 @@ __all__ = [
     "walk_records",
 ]
 
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
-_MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key, value, header count
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+_MIN_RECORD_BODY: Final = 6  # attributes, timestamp delta, offset delta, key, value, header count
 # After this many runs shorter than _SHORT_RUN records, parse one record at a time.
-_SHORT_RUN = 4
-_MAX_SHORT_RUNS = 3
+_SHORT_RUN: Final = 4
+_MAX_SHORT_RUNS: Final = 3
+# Compiled (a .so, not this source): batches of up to this many records go one at a time.
+_COMPILED: Final = not __file__.endswith(".py")
+_ONE_BY_ONE_MAX: Final = 256
+_THREE_BYTE_END: Final = 1 << 20  # OffsetDeltas of three bytes: 8192 <= index < 2**20
 # A run is first checked twice as far as the previous run went (at least _MIN_STEP records;
 # the first run, _FIRST_RUN), then galloping by _GALLOP: work within a multiple of the run.
-_FIRST_RUN = 32
-_MIN_STEP = 8
-_GALLOP = 8
-_MAX_STEP = 2048
+_FIRST_RUN: Final = 32
+_MIN_STEP: Final = 8
+_GALLOP: Final = 8
+_MAX_STEP: Final = 2048
 # One-byte zigzag varint -> its value + 64 (0..127), order-preserving: the smallest and largest
 # byte of a translated run of one-byte timestamp deltas give the run's smallest and largest.
-_ZIGZAG_RANK = bytes(((b >> 1) ^ -(b & 1)) + 64 if b < 0x80 else 0 for b in range(256))
+_ZIGZAG_RANK: Final = bytes(((b >> 1) ^ -(b & 1)) + 64 if b < 0x80 else 0 for b in range(256))
 # _ABOVE[v + 64]: one-byte zigzag varints whose value exceeds v -> 0x80, the rest -> 0, so that
 # ``run.translate(_ABOVE[v + 64]).isascii()`` says "no delta above v" in two C passes (max()
 # over a run costs ~11 ns a record).
-_ABOVE = tuple(bytes(0x80 if b < 0x80 and _ZIGZAG_RANK[b] > rank else 0 for b in range(256))
+_ABOVE: Final = tuple(bytes(0x80 if b < 0x80 and _ZIGZAG_RANK[b] > rank else 0 for b in range(256))
                for rank in range(128))
 # Varint bytes -> 0 where a byte is what the place needs, 1 where not: the last byte of a
 # varint has no continuation bit, the others have it.  ``.find(1)`` is then the first misfit.
-_NOT_LAST = bytes(0 if b < 0x80 else 1 for b in range(256))
-_NOT_MORE = bytes(1 if b < 0x80 else 0 for b in range(256))
-_ONE_BYTE = tuple(bytes((b,)) for b in range(256))
-_REPEATED = tuple(b * 2048 for b in _ONE_BYTE)  # as long as a step of a run (_MAX_STEP)
+_NOT_LAST: Final = bytes(0 if b < 0x80 else 1 for b in range(256))
+_NOT_MORE: Final = bytes(1 if b < 0x80 else 0 for b in range(256))
+_ONE_BYTE: Final = tuple(bytes((b,)) for b in range(256))
+_REPEATED: Final = tuple(b * 2048 for b in _ONE_BYTE)  # as long as a step of a run (_MAX_STEP)
 
 
 def _offset_digit_tables(stop: int) -> tuple[tuple[bytes, ...], ...]:
@@ -96,9 +104,9 @@ def _offset_digit_tables(stop: int) -> tuple[tuple[bytes, ...], ...]:
 
 # OffsetDelta widths: one byte below 64, two below 8192, three from there.  Runs stop at
 # _RUN_INDEX_LIMIT records (a 1 MB batch holds at most ~150,000): later records go one by one.
-_RUN_INDEX_LIMIT = 1 << 17
-_WIDTH_ENDS = (64, 8192, _RUN_INDEX_LIMIT)
-_OFFSET_DIGITS = _offset_digit_tables(_RUN_INDEX_LIMIT)  # 400 KB
+_RUN_INDEX_LIMIT: Final = 1 << 17
+_WIDTH_ENDS: Final = (64, 8192, _RUN_INDEX_LIMIT)
+_OFFSET_DIGITS: Final = _offset_digit_tables(_RUN_INDEX_LIMIT)  # 400 KB
 
 
 def _bad(where: str | BatchPlace, index: int, problem: str) -> RecordValidationError:
@@ -258,6 +266,11 @@ def _one_by_one(data: bytes, pos: int, end: int, index: int, count: int,
                 elif 64 <= index < 8192 and data[p + 2] == ((index << 1) & 0x7F) | 0x80 \
                         and data[p + 3] == index >> 6:
                     p += 4
+                elif 8192 <= index < _THREE_BYTE_END \
+                        and data[p + 2] == ((index << 1) & 0x7F) | 0x80 \
+                        and data[p + 3] == ((index >> 6) & 0x7F) | 0x80 \
+                        and data[p + 4] == index >> 13:
+                    p += 5
                 else:
                     record_end = -1
                 b = data[p]  # key length
@@ -338,8 +351,8 @@ class _Layout(NamedTuple):
 
 # Layouts seen lately, by record size and OffsetDelta width (size * 4 + width): a producer's
 # batches repeat theirs, so a run's first record is checked against one rather than parsed.
-_LAYOUTS: dict[int, _Layout] = {}
-_MAX_LAYOUTS = 1024
+_LAYOUTS: Final[dict[int, _Layout]] = {}
+_MAX_LAYOUTS: Final = 1024
 
 
 def _layout_of(data: bytes | bytearray, pos: int, skeleton: list[int], body: int,
@@ -426,7 +439,8 @@ def walk_records(data: bytes | bytearray, pos: int, end: int, count: int,
     run holds ``claimed`` are the runs that were only bounded by it measured after all.
     """
     index = 0
-    short_runs = 0
+    # (Compiled, a small batch starts where short runs would lead: one record at a time.)
+    short_runs = _MAX_SHORT_RUNS if _COMPILED and count <= _ONE_BY_ONE_MAX else 0
     previous_run = _FIRST_RUN
     lo = _INT64_MAX
     hi = _INT64_MIN

@@ -244,6 +244,23 @@ def test_a_batch_of_records_of_all_different_sizes_is_walked_record_by_record() 
         walk(b"".join(records), 199)
 
 
+@pytest.mark.parametrize(("lie_at", "said"), [(8191, 8190), (8192, 8193), (8500, 8499),
+                                              (8999, 9000)])
+def test_records_of_different_sizes_past_8192_have_their_offset_deltas_checked(
+        lie_at: int, said: int) -> None:
+    # Sizes vary, so records go one at a time; from 8192 on their OffsetDeltas take three
+    # bytes.  One record gives another's place (of the same width: its length is kept).
+    records = [handmade_record(i, b"v" * (10 + i % 7 * 30)) for i in range(9000)]
+    assert walk(b"".join(records), 9000) == (0, 0)
+    bad = list(records)
+    bad[lie_at] = handmade_record(said, b"v" * (10 + lie_at % 7 * 30))
+    assert len(bad[lie_at]) == len(records[lie_at])
+    with pytest.raises(RecordValidationError) as raised:
+        walk(b"".join(bad), 9000)
+    message = f"record {lie_at}: offset delta {said} is not the record's place in the batch"
+    assert raised.value.record_errors == [(lie_at, f"{message} ({lie_at})")]
+
+
 # --- messages of the batch-level errors ---------------------------------------------------------
 
 def plain(count: int, size: int = 6) -> bytes:
