@@ -656,6 +656,8 @@ class Fetcher:
         self.completed: deque[CompletedFetch] = deque()
         self._current: CompletedFetch | None = None
         self._fetch_nodes: set[int] = set()  # nodes with a fetch in flight
+        # The leaders of the assigned partitions, for a metadata snapshot and an assignment.
+        self._leaders: tuple[Any, Any, frozenset[int] | None] | None = None
         self._pending_error: KafkaError | None = None
         self._reset_in_flight: set[TopicPartition] = set()
         self._reset_retry_at = 0.0
@@ -672,6 +674,12 @@ class Fetcher:
         """Send a FetchRequest to each leader that has fetchable partitions; returns how many."""
         subs = self.subscriptions
         cluster = self.metadata.fetch()
+        if self._fetch_nodes:
+            # A poll waiting for a response calls this at every wake-up: while every leader has
+            # a fetch in flight, nothing can go (one fetch per node).
+            leaders = self._assigned_leaders(cluster)
+            if leaders is not None and leaders <= self._fetch_nodes:
+                return 0
         buffered = self._buffered()
         by_node: dict[int, tuple[Node, dict[str, list[Any]]]] = {}
         positions: dict[TopicPartition, int] = {}
@@ -725,6 +733,22 @@ class Fetcher:
             self._fetch_nodes.add(node_id)
             sent += 1
         return sent
+
+    def _assigned_leaders(self, cluster: Any) -> frozenset[int] | None:
+        """The leaders of the assigned partitions; None if one has no leader."""
+        assignment = self.subscriptions.assignment
+        cached = self._leaders
+        if cached is not None and cached[0] is cluster and cached[1] is assignment:
+            return cached[2]
+        ids: set[int] = set()
+        for tp in assignment:
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                self._leaders = (cluster, assignment, None)
+                return None
+            ids.add(leader.id)
+        self._leaders = (cluster, assignment, frozenset(ids))
+        return self._leaders[2]
 
     def _nodes_with_buffered(self, buffered: set[TopicPartition], cluster: Any) -> set[int]:
         nodes = set()
@@ -831,6 +855,10 @@ class Fetcher:
         """As fetched_records, each partition's records as one pyarrow.RecordBatch (see
         CompletedFetch.take_arrow): the v2 records of every partition are read into one
         PollColumns, whose Arrow arrays are built once for the whole poll."""
+        current = self._current
+        if (not self.completed and (current is None or current.consumed)
+                and self._pending_error is None):
+            return {}  # a poll waiting for a response: nothing to read
         from samsa.consumer.arrow_records import PollColumns, assemble
 
         columns = PollColumns()
