@@ -311,12 +311,16 @@ def _lz4_blocks(data: bytes | bytearray | memoryview
 
     None for frames only lz4.frame can decode and verify (linked blocks, block or content
     checksums, a dictionary).  Raises ValueError for a malformed frame."""
-    view = memoryview(data)
+    view = data if type(data) is memoryview else memoryview(data)
     end = len(view)
-    if end < 7 or view[:4] != LZ4_FRAME_MAGIC:
+    # The frame header (magic, descriptor, header checksum: at most 15 bytes) read from one
+    # bytes copy: each look into a memoryview costs a slice or an item call (every produced
+    # lz4 batch comes through here).
+    head = view[:15].tobytes()
+    if end < 7 or not head.startswith(LZ4_FRAME_MAGIC):
         raise ValueError("lz4 payload does not start with the LZ4 frame magic")
-    flg = view[4]
-    bd = view[5]
+    flg = head[4]
+    bd = head[5]
     # Reserved bits must be 0 and the block size code 4..7 (Java's Lz4BlockInputStream FLG/BD
     # validate(), the LZ4 frame format); lz4.frame rejects such frames too.
     if flg & 0x02 or bd & 0x8F or (bd >> 4) not in _LZ4_MAX_BLOCK:
@@ -327,7 +331,7 @@ def _lz4_blocks(data: bytes | bytearray | memoryview
     pos = 6 + (8 if flg & 0x08 else 0)
     if end <= pos:
         raise ValueError("lz4 frame descriptor is truncated")
-    if view[pos] != _lz4_header_checksum(bytes(view[4:pos])):
+    if head[pos] != _lz4_header_checksum(head[4:pos]):
         raise ValueError("lz4 frame header checksum mismatch")
     pos += 1
     max_block = _LZ4_MAX_BLOCK[bd >> 4]
@@ -341,12 +345,15 @@ def _lz4_blocks(data: bytes | bytearray | memoryview
         pos += 4
         if size == 0:
             break
-        raw = bool(size & _LZ4_UNCOMPRESSED_BIT)
+        raw = size >= _LZ4_UNCOMPRESSED_BIT
         size &= ~_LZ4_UNCOMPRESSED_BIT
         if size > max_block or pos + size > end:
             raise ValueError(f"lz4 block of {size} bytes overruns the frame")
         blocks.append((raw, view[pos : pos + size]))
-        bound += size if raw else _lz4_block_bound(size, max_block)
+        if raw:
+            bound += size
+        else:  # _lz4_block_bound inline: a Python call less per block
+            bound += min(255 * size + 64, max_block)
         pos += size
     if pos != end:
         raise ValueError(f"{end - pos} bytes follow the lz4 frame")
