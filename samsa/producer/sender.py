@@ -436,33 +436,38 @@ class Sender(threading.Thread):
             for batch in batches.values():
                 self._complete_batch(batch, None, -1, -1, None, now)
             return
-        seen: set[TopicPartition] = set()
+        seen: set[tuple[str, int]] = set()
+        by_tp: Mapping[Any, ProducerBatch] = batches  # looked up by plain (topic, partition)
         for topic_response in body.responses:
             topic = topic_response.name
             for part in topic_response.partition_responses:
-                tp = TopicPartition(topic, part.index)
-                found = batches.get(tp)
+                key = (topic, part.index)  # finds the TopicPartition key (equal hash and ==)
+                found = by_tp.get(key)
                 if found is None:
-                    log.warning("Produce response from node %s names %s, which was not in the request", node, tp)
+                    log.warning("Produce response from node %s names %s, which was not in the request", node,
+                                TopicPartition(*key))
                     continue
                 batch = found
-                seen.add(tp)
-                err: KafkaError | None = None
+                seen.add(key)
+                if not part.error_code:
+                    self._complete_batch(batch, None, part.base_offset, part.log_append_time_ms, None, now)
+                    continue
+                tp = batch.topic_partition
+                cls = for_code(part.error_code)
+                message = part.error_message
+                err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
                 record_errors: dict[int, BaseException] | None = None
-                if part.error_code:
-                    cls = for_code(part.error_code)
-                    message = part.error_message
-                    err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
-                    if part.record_errors:
-                        record_errors = {
-                            e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
-                            for e in part.record_errors
-                        }
+                if part.record_errors:
+                    record_errors = {
+                        e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
+                        for e in part.record_errors
+                    }
                 self._complete_batch(batch, err, part.base_offset, part.log_append_time_ms, record_errors, now)
-        for tp, batch in batches.items():
-            if tp not in seen:
-                self._complete_batch(batch, NetworkError(
-                    f"node {node} answered a produce request without a result for {tp}"), -1, -1, None, now)
+        if len(seen) < len(batches):
+            for tp, batch in batches.items():
+                if tp not in seen:
+                    self._complete_batch(batch, NetworkError(
+                        f"node {node} answered a produce request without a result for {tp}"), -1, -1, None, now)
 
     def _complete_batch(
         self,
@@ -475,11 +480,17 @@ class Sender(threading.Thread):
     ) -> None:
         tp = batch.topic_partition
         self._remove_in_flight(batch)
+        if error is None:  # the common case, without the error checks below
+            try:
+                self._succeed_batch(batch, base_offset, log_append_time)
+            finally:
+                if self.guarantee_message_order:
+                    self.accumulator.unmute_partition(tp)
+            return
         tm = self.transaction_manager
         try:
-            if error is None or isinstance(error, DuplicateSequenceNumberError):
-                if error is not None:
-                    log.debug("Duplicate sequence for %s: the broker already has this batch", tp)
+            if isinstance(error, DuplicateSequenceNumberError):
+                log.debug("Duplicate sequence for %s: the broker already has this batch", tp)
                 self._succeed_batch(batch, base_offset, log_append_time)
             elif isinstance(error, MessageTooLargeError) and batch.record_count > 1 and not batch.is_done():
                 log.warning(
@@ -549,14 +560,18 @@ class Sender(threading.Thread):
             self.accumulator.deallocate(batch)
 
     def _remove_in_flight(self, batch: ProducerBatch) -> None:
-        batches = self._in_flight_batches.get(batch.topic_partition)
+        tp = batch.topic_partition
+        batches = self._in_flight_batches.get(tp)
         if batches is not None:
-            try:
-                batches.remove(batch)
-            except ValueError:
-                pass
+            if batches[0] is batch:  # answers come oldest first
+                del batches[0]
+            else:
+                try:
+                    batches.remove(batch)
+                except ValueError:
+                    pass
             if not batches:
-                del self._in_flight_batches[batch.topic_partition]
+                del self._in_flight_batches[tp]
 
     def _abort_everything(self, error: BaseException) -> None:
         for batches in list(self._in_flight_batches.values()):
