@@ -14,10 +14,13 @@ from samsa.protocol import APIS
 
 
 class NodeApiVersions:
-    __slots__ = ("_versions",)
+    __slots__ = ("_picked", "_versions")
 
     def __init__(self, versions: Mapping[int, tuple[int, int]]) -> None:
         self._versions = dict(versions)
+        # latest_usable_version's answers: every request is sent at one, every Produce request
+        # with the same range.
+        self._picked: dict[tuple[int, int | None, int | None], int] = {}
 
     @classmethod
     def from_response(cls, api_keys: Iterable[object]) -> NodeApiVersions:
@@ -29,7 +32,12 @@ class NodeApiVersions:
 
     def latest_usable_version(self, api_key: int, lo: int | None = None,
                               hi: int | None = None) -> int:
-        return pick_version(api_key, lo, hi, self._versions.get(api_key), broker_known=True)
+        picked = self._picked.get((api_key, lo, hi))
+        if picked is None:
+            # (Raises UnsupportedVersionError each time for a range with no usable version.)
+            picked = pick_version(api_key, lo, hi, self._versions.get(api_key), broker_known=True)
+            self._picked[(api_key, lo, hi)] = picked
+        return picked
 
     def __contains__(self, api_key: int) -> bool:
         return api_key in self._versions
