@@ -186,6 +186,28 @@ def test_decompress_scratch_lz4_frames_of_other_writers_and_bad_blocks() -> None
         decompress_scratch(Compression.LZ4, good[:-4])
 
 
+def test_decompress_scratch_gives_small_lz4_frames_of_one_block_as_bytes() -> None:
+    small = compress(Compression.LZ4, b"kafka " * 2000)  # one compressed 64 KiB block at most
+    buffer, length = decompress_scratch(Compression.LZ4, memoryview(small), bytes_up_to=65536)
+    assert type(buffer) is bytes and buffer == b"kafka " * 2000 == buffer[:length]
+    # What the block can yield above the limit, several blocks, or a block stored raw: the
+    # scratch buffer as before.
+    parsed = compression._lz4_blocks(small)
+    assert parsed is not None
+    big = compress(Compression.LZ4, os.urandom(1000) * 100)
+    raw = compress(Compression.LZ4, os.urandom(1000))
+    for frame, up_to in ((small, parsed[2] - 1), (big, 1 << 20), (raw, 65536)):
+        buffer, length = decompress_scratch(Compression.LZ4, frame, bytes_up_to=up_to)
+        assert buffer is scratch_buffer(1) and bytes(buffer[:length]) == decompress(
+            Compression.LZ4, frame)
+    with pytest.raises(DecompressedSizeError):
+        decompress_scratch(Compression.LZ4, small, max_bytes=11_999, bytes_up_to=65536)
+    (size,) = struct.unpack_from("<I", small, 7)
+    garbage = small[:11] + b"\xff" * size + small[11 + size:]
+    with pytest.raises(ValueError, match="lz4"):
+        decompress_scratch(Compression.LZ4, garbage, bytes_up_to=65536)
+
+
 def in_a_new_thread(fn: Callable[[], T]) -> T:
     """fn's result in a thread that has used none of the per-thread caches yet."""
     with ThreadPoolExecutor(max_workers=1) as pool:

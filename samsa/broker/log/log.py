@@ -94,7 +94,7 @@ _LOWEST_BASE = -(1 << 63) + 64
 _CODECS = {int(c): c for c in Compression}  # a dict lookup, not an Enum call, per batch
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
 _SNAPSHOTS_TO_KEEP = 2
-_BYTES_COPY_MAX = 64 * 1024  # uncompressed records copied to a bytes to be walked, up to this
+_BYTES_COPY_MAX = 64 * 1024  # records walked from a bytes (copy or lz4 output) up to this
 _new_tuple = tuple.__new__
 
 
@@ -520,7 +520,8 @@ class Log:
             else:
                 try:
                     section, last = decompress_scratch(_CODECS[codec], memoryview(buf)[start:end],
-                                                       max_bytes=self.config.max_decompressed_bytes)
+                                                       max_bytes=self.config.max_decompressed_bytes,
+                                                       bytes_up_to=_BYTES_COPY_MAX)
                 except DecompressedSizeError as exc:
                     raise MessageTooLargeError(
                         f"{where}: {exc} (samsa.decompressed.batch.max.bytes); send smaller "
