@@ -314,7 +314,9 @@ class Selector:
 
     def _drain_wakeup(self) -> None:
         try:
-            while self._wake_r.recv(1024):
+            # wakeup() writes one byte until this runs (its pending flag): one read empties the
+            # pair, without a second read that fails with EAGAIN.
+            while len(self._wake_r.recv(1024)) == 1024:
                 pass
         except (BlockingIOError, OSError):
             pass
