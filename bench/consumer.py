@@ -3,6 +3,7 @@ aiokafka, same broker and topic, each peer with its best documented settings.
 
     .venv/bin/python bench/consumer.py [--num-records N] [--partitions P] [--bootstrap-server H:P
         [--mock]] [--clients samsa,samsa-arrow,confluent,kafka-python,aiokafka] [--mock-records M]
+        [--repeat R]
 
 Without --bootstrap-server two brokers are started, each in its own process: a ``samsa broker``
 on a temporary data directory, and librdkafka's mock cluster (``python -m
@@ -14,7 +15,9 @@ the first records a poll returns to the last record, so connecting, the offsets 
 first fetch and lazy set-up are kept out of every client's rate alike (printed apart as
 "first s": assign() to the first records).  Every client touches each record's value (poll_arrow: the
 value column's lengths, summed by Arrow).  CPU seconds are time.process_time of the worker
-(all its threads; librdkafka's too), per million records ("cpu s").
+(all its threads; librdkafka's too), per million records ("cpu s").  Each client reads the
+topic --repeat times (default 3), the clients taking turns, so that a burst of other load on
+the machine falls on all of them alike; the row is the run of median rate.
 
 Settings (printed with the results):
 
@@ -326,13 +329,12 @@ def mock_cluster(topic: str, partitions: int) -> Iterator[str]:
 
 
 def bench(title: str, bootstrap: str, topic: str, n: int, partitions: int, clients: list[str],
-          mock: bool) -> None:
+          mock: bool, repeat: int) -> None:
     start = time.perf_counter()
     fill(bootstrap, topic, n, partitions, create=not mock)  # the mock has it
     print(f"filled {topic} ({partitions} partitions) with {n:,} x {VALUE_SIZE} B records in "
           f"{time.perf_counter() - start:.1f} s (confluent-kafka), {title} at {bootstrap}", flush=True)
-    rows = {client: run_one(client, bootstrap, n, partitions, topic, mock) for client in clients}
-    report(title, rows, n, mock)
+    report(title, run_all(clients, bootstrap, n, partitions, topic, mock, repeat), n, mock)
 
 
 def main() -> int:
@@ -343,6 +345,8 @@ def main() -> int:
     parser.add_argument("--mock-records", type=int, default=500_000,
                         help="records for the mock cluster rows (0: skip them)")
     parser.add_argument("--mock-partitions", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per client, taking turns; the median-rate run is shown")
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--topic", default=None, help="An existing topic holding the records (skips the fill).")
@@ -366,18 +370,18 @@ def main() -> int:
         topic = args.topic or f"{TOPIC}-{os.getpid()}"
         if args.topic is None:
             fill(args.bootstrap_server, topic, n, args.partitions, True)
-        report(f"broker {args.bootstrap_server}", {
-            c: run_one(c, args.bootstrap_server, n, args.partitions, topic, args.mock)
-            for c in clients}, n, args.mock)
+        report(f"broker {args.bootstrap_server}",
+               run_all(clients, args.bootstrap_server, n, args.partitions, topic, args.mock,
+                       args.repeat), n, args.mock)
         return 0
     with samsa_broker() as bootstrap:
         bench("samsa broker", bootstrap, f"{TOPIC}-{os.getpid()}", n, args.partitions, clients,
-              mock=False)
+              mock=False, repeat=args.repeat)
     if args.mock_records:
         topic = f"{TOPIC}-mock"
         with mock_cluster(topic, args.mock_partitions) as bootstrap:
             bench("librdkafka mock cluster", bootstrap, topic, args.mock_records,
-                  args.mock_partitions, clients, mock=True)
+                  args.mock_partitions, clients, mock=True, repeat=args.repeat)
     print("\nvs kp / vs ck: this row's records/s divided by kafka-python's / confluent-kafka's "
           "(same broker, same run).  Targets: samsa >= 1.0x ck, samsa-arrow >= 2.0x ck.")
     return 0
@@ -386,6 +390,21 @@ def main() -> int:
 @contextmanager
 def _given(bootstrap: str) -> Iterator[str]:
     yield bootstrap
+
+
+def run_all(clients: list[str], bootstrap: str, n: int, partitions: int, topic: str, mock: bool,
+            repeat: int) -> dict[str, dict[str, Any]]:
+    """Each client's run of median rate among ``repeat``, the clients taking turns."""
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in clients}
+    for _ in range(max(repeat, 1)):
+        for client in clients:
+            runs[client].append(run_one(client, bootstrap, n, partitions, topic, mock))
+    rows = {}
+    for client, results in runs.items():
+        done = sorted((r for r in results if "error" not in r),
+                      key=lambda r: r["records"] / r["seconds"])
+        rows[client] = done[len(done) // 2] if done else results[-1]
+    return rows
 
 
 def run_one(client: str, bootstrap: str, n: int, partitions: int, topic: str,
