@@ -30,6 +30,7 @@ from samsa.protocol import (
     ProduceRequest,
     ProduceResponse,
     decode_request_body,
+    decode_request_header,
     decode_response,
     encode_request,
     encode_response,
@@ -437,9 +438,10 @@ def test_responses_held_for_a_burst_are_sent_when_the_next_request_parks(
     assert echo_names(a.receive(ApiKey.METADATA, 1)[1]) == ["park"]
 
 
-def answer_raw(header: Any, payload: Any, pos: int) -> list[Any] | None:
+def answer_raw(payload: Any) -> list[Any] | None:
     """An ``answer`` hook (KafkaApis.answer_frame's place): Metadata for ``raw`` is answered
     with the topic ``from-frame``, for ``rawboom`` it raises; anything else is declined."""
+    header, pos = decode_request_header(payload)
     if header.request_api_key != ApiKey.METADATA:
         return None
     names = echo_names(decode_request_body(header, payload, pos))

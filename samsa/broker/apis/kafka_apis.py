@@ -209,11 +209,11 @@ class KafkaApis:
             return produce_runs_inline(self.services, ctx)
         return key in _INLINE_KEYS
 
-    def answer_frame(self, header: Any, payload: Any, pos: int) -> list[Any] | None:
-        """The response chunks of a request answered straight from its frame (the usual
-        Produce: produce_frame.py), for a network thread that would run it inline; None, with
-        nothing done, to decode and dispatch it as usual."""
-        return answer_produce_frame(self.services, header, payload, pos, _PRODUCE_MAX_VERSION)
+    def answer_frame(self, payload: Any) -> list[Any] | None:
+        """The response chunks of a request answered straight from its frame (without the size
+        prefix; the usual Produce: produce_frame.py), for a network thread that would run it
+        inline; None, with nothing done, to decode and dispatch it as usual."""
+        return answer_produce_frame(self.services, payload, _PRODUCE_MAX_VERSION)
 
     def close(self) -> None:
         """Answer every parked request (as if its wait expired) and stop the timers."""

@@ -4,7 +4,8 @@ A librdkafka producer sends thousands of ProduceRequests a second, nearly all of
 v3 or later, no transactional id, acks 1 or -1, one topic, one partition, one batch.  For those
 the generic route (body decoded into message objects, a RequestContext, the inline checks,
 KafkaApis.handle, handle_produce) costs about as much Python as the append itself.  Here the
-few fields are read from the frame with two struct calls, and the append and its answer are
+few fields, request header included, are read from the frame with three struct calls, and the
+append and its answer are
 handle_produce's own (produce.append_to, produce.single_answer), so the bytes written to the
 log and to the client are the same.
 
@@ -26,7 +27,7 @@ from samsa.broker.apis.error_responses import error_response
 from samsa.broker.apis.produce import append_to, single_answer
 from samsa.broker.apis.services import BrokerServices
 from samsa.broker.apis.topic_names import INTERNAL_TOPICS
-from samsa.protocol import ApiKey, decode_request_body, encode_response
+from samsa.protocol import ApiKey, decode_request_body, decode_request_header, encode_response
 
 __all__ = ["answer_produce_frame"]
 
@@ -34,7 +35,9 @@ log = logging.getLogger(__name__)
 
 _PRODUCE = int(ApiKey.PRODUCE)
 _FIRST_VERSION = 3  # one batch per partition (ProduceRequest.validateRecords); no message sets
-_FIRST_FLEXIBLE = 9
+_FIRST_FLEXIBLE = 9  # and request header v2 (tagged fields after the client id)
+# Request header: ApiKey, ApiVersion, CorrelationId, ClientId length (int16, -1 = null).
+_REQUEST_HEAD = struct.Struct(">hhih")
 # v3-v8: TransactionalId length (int16, -1 = null), Acks, TimeoutMs, topic count (int32),
 # topic name length (int16).
 _HEAD = struct.Struct(">hhiih")
@@ -104,13 +107,38 @@ def _fields(payload: Any, pos: int, version: int) -> tuple[int, str, int, Any] |
     return acks, topic, index, payload[start:stop]
 
 
-def answer_produce_frame(services: BrokerServices, header: Any, payload: Any, pos: int,
+def _body_position(payload: Any, client_len: int, version: int) -> int | None:
+    """Where the body starts, after the request header (as decode_request_header reads it:
+    a client id that is not UTF-8 is its error to report), or None."""
+    pos = _REQUEST_HEAD.size
+    if client_len > 0:
+        pos += client_len
+        if pos > len(payload):
+            return None
+        try:
+            str(payload[_REQUEST_HEAD.size:pos], "utf-8")
+        except UnicodeDecodeError:
+            return None
+    if version >= _FIRST_FLEXIBLE:  # header v2: no tagged fields expected
+        if pos >= len(payload) or payload[pos]:
+            return None
+        pos += 1
+    return pos
+
+
+def answer_produce_frame(services: BrokerServices, payload: Any,
                          max_version: int) -> list[Any] | None:
     """The response chunks of a Produce request of the usual shape (module docstring), which is
-    appended here; None, with nothing done, for any other request."""
-    version = header.request_api_version
-    if header.request_api_key != _PRODUCE or not _FIRST_VERSION <= version <= max_version \
+    appended here; None, with nothing done, for any other request.  ``payload``: the frame
+    without its size prefix."""
+    if len(payload) < _REQUEST_HEAD.size:
+        return None
+    key, version, correlation_id, client_len = _REQUEST_HEAD.unpack_from(payload, 0)
+    if key != _PRODUCE or not _FIRST_VERSION <= version <= max_version \
             or services.authorizer is not None:
+        return None
+    pos = _body_position(payload, client_len, version)
+    if pos is None:
         return None
     fields = _fields(payload, pos, version)
     if fields is None:
@@ -121,7 +149,6 @@ def answer_produce_frame(services: BrokerServices, header: Any, payload: Any, po
     plog = services.logs.find_log(topic, index)
     if plog is None or plog.config.flush_messages <= 1:
         return None
-    correlation_id = header.correlation_id
     try:
         result = append_to(services, plog, topic, index, records, None,
                            time.time_ns() // 1_000_000, version)
@@ -133,6 +160,7 @@ def answer_produce_frame(services: BrokerServices, header: Any, payload: Any, po
         code = code_for(exc, f"Produce v{version} to {topic}-{index}")
         if code != UNKNOWN_SERVER_ERROR:
             log.warning("Produce v%d to %s-%d failed: %s", version, topic, index, exc)
+        header, pos = decode_request_header(payload)
         response = error_response(_PRODUCE, version, decode_request_body(header, payload, pos),
                                   code)
         if response is None:

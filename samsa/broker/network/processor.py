@@ -98,7 +98,7 @@ class Processor:
                  node_id: int = 0,
                  dispatcher: Dispatcher | None = None,
                  inline: Callable[[RequestContext], bool] | None = None,
-                 answer: Callable[[Any, Any, int], list[Any] | None] | None = None,
+                 answer: Callable[[Any], list[Any] | None] | None = None,
                  quotas: ConnectionQuotas | None = None) -> None:
         self.index = index
         self._channel = channel
@@ -107,8 +107,9 @@ class Processor:
         # Inline dispatch (module docstring): both or neither.
         self._dispatcher = dispatcher if inline is not None else None
         self._inline = inline if dispatcher is not None else None
-        # Requests answered from their frame, before any decoding (the usual Produce:
-        # KafkaApis.answer_frame), where inline dispatch would run them.
+        # Requests answered from their frame (the size prefix off), before any decoding (the
+        # usual Produce: KafkaApis.answer_frame), where inline dispatch would run them; on a
+        # SASL connection only once it has authenticated.
         self._answer = answer if self._inline is not None else None
         self._inline_conn: Connection | None = None  # whose request runs inline right now
         self._inline_done = False  # it was answered at once: go on with its next frame
@@ -415,6 +416,12 @@ class Processor:
         auth = conn.authenticator
         if auth is not None and auth.raw_tokens:
             return self._answer_auth(conn, auth.on_raw_token(bytes(payload)), None)
+        answer = self._answer
+        if answer is not None and auth is None and self._channel.empty() \
+                and _get_ident() == self._ident:
+            done = self._answer_inline(conn, answer, payload)
+            if done is not None:
+                return done
         try:
             header, pos = decode_request_header(payload)
         except ProtocolDecodeError as exc:
@@ -431,9 +438,9 @@ class Processor:
                     return False
             elif not auth.allows_before_auth(key):
                 return self._authenticate(conn, auth, header, payload, pos)
-        answer = self._answer
-        if answer is not None and self._channel.empty() and _get_ident() == self._ident:
-            done = self._answer_inline(conn, answer, header, payload, pos)
+        if answer is not None and auth is not None and self._channel.empty() \
+                and _get_ident() == self._ident:
+            done = self._answer_inline(conn, answer, payload)  # (authenticated by now)
             if done is not None:
                 return done
         if key == _API_VERSIONS and not APIS[_API_VERSIONS].supports(version):
@@ -529,19 +536,19 @@ class Processor:
             self._inline_conn, self._inline_done = outer
         return done
 
-    def _answer_inline(self, conn: Connection, answer: Callable[[Any, Any, int], list[Any] | None],
-                       header: Any, payload: Any, pos: int) -> bool | None:
+    def _answer_inline(self, conn: Connection, answer: Callable[[Any], list[Any] | None],
+                       payload: Any) -> bool | None:
         """Inline dispatch of a request answered from its frame: None if ``answer`` declined
         it (nothing was done), else as _run_inline."""
         outer = self._inline_conn, self._inline_done  # as _run_inline: appends wake fetches
         self._inline_conn, self._inline_done = conn, False
         try:
-            chunks = answer(header, payload, pos)
+            chunks = answer(payload)
             # Sent while _inline_conn is this connection, so that MSG_MORE batching applies.
             return None if chunks is None else self._send(conn, chunks)
         except Exception as exc:  # as handler_failed: never kill the network thread
-            log.error("error answering API key %d from %s; closing the connection",
-                      header.request_api_key, conn.client_host, exc_info=exc)
+            log.error("error answering a request from %s; closing the connection",
+                      conn.client_host, exc_info=exc)
             self.close_connection(conn, f"handler error: {exc!r}")
             return False
         finally:

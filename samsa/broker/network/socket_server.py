@@ -181,8 +181,8 @@ class SocketServer:
     ``inline``: which requests the network threads may handle themselves with ``dispatcher``
     when the handler queue is empty (processor.py); None sends every request to the channel, as
     Kafka does.  ``answer``: where a network thread would run a request inline, first offered
-    the raw request (header, payload, body position) and its response chunks sent if it returns
-    them (KafkaApis.answer_frame); only with ``inline``.
+    the raw request (the frame without its size prefix) and its response chunks sent if it
+    returns them (KafkaApis.answer_frame); only with ``inline``.
     """
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, *,
@@ -194,7 +194,7 @@ class SocketServer:
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
                  node_id: int = 0,
                  inline: Callable[[RequestContext], bool] | None = None,
-                 answer: Callable[[Any, Any, int], list[Any] | None] | None = None,
+                 answer: Callable[[Any], list[Any] | None] | None = None,
                  endpoints: list[Endpoint] | None = None,
                  connection_quotas: ConnectionQuotas | None = None) -> None:
         self.endpoints = endpoints or [Endpoint.plaintext(host, port)]

@@ -88,9 +88,7 @@ def request(topic: str = "t", partition: int = 0, records: bytes | None = None, 
 
 
 def fast(broker: Broker, frame: bytes) -> bytes | None:
-    payload = memoryview(bytearray(frame))
-    header, pos = decode_request_header(payload)
-    chunks = broker.apis.answer_frame(header, payload, pos)
+    chunks = broker.apis.answer_frame(memoryview(bytearray(frame)))
     return None if chunks is None else b"".join(bytes(c) for c in chunks)
 
 
@@ -181,10 +179,23 @@ def test_versions_before_3_are_declined(brokers: tuple[Broker, Broker], version:
 @pytest.mark.parametrize("version", [3, 9])
 def test_truncated_frames_are_declined(brokers: tuple[Broker, Broker], version: int) -> None:
     frame = frame_of(request(), version)
-    _, body = decode_request_header(memoryview(bytearray(frame)))
-    for cut in [*range(body, body + 40), *range(len(frame) - 40, len(frame))]:
+    for cut in [*range(60), *range(len(frame) - 40, len(frame))]:
         assert fast(brokers[0], frame[:cut]) is None
     assert brokers[0].log_bytes("t", 0) == b""
+
+
+def test_request_headers_the_generic_decoder_refuses_or_reads_otherwise_are_declined(
+        brokers: tuple[Broker, Broker]) -> None:
+    frame = frame_of(request(), 9)
+    _, body = decode_request_header(memoryview(bytearray(frame)))
+    # Client id "frame-test" (10 bytes at 10..20), then the header's tagged fields (one zero).
+    assert frame[8:10] == b"\x00\x0a" and body == 21 and frame[20] == 0
+    not_utf8 = frame[:10] + b"\xff" * 10 + frame[20:]
+    tagged = frame[:20] + bytes([1, 5, 1, 0x42]) + frame[21:]  # one unknown header tag
+    for other in (not_utf8, tagged):
+        assert fast(brokers[0], other) is None
+    assert brokers[0].log_bytes("t", 0) == b""
+    assert fast(brokers[0], frame) is not None
 
 
 def test_tagged_fields_are_declined(brokers: tuple[Broker, Broker]) -> None:
