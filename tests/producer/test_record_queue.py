@@ -334,3 +334,14 @@ def test_records_queued_past_delivery_timeout_fail_with_a_timeout(cluster: MockC
         for future in futures:
             with pytest.raises(KafkaTimeoutError, match="delivery.timeout.ms"):
                 future.get(timeout=DEADLINE_S)
+
+
+def test_close_delivers_the_records_still_queued(cluster: MockCluster) -> None:
+    """A lingering batch keeps the Sender's poll short of waking for queued records (linger.ms
+    is long), so close() finds them queued and appends them before the Sender stops."""
+    producer = producer_for(cluster, **{"linger.ms": 10_000})
+    producer.partitions_for("few")
+    producer.send("few", b"direct")  # the topic's first record takes the direct path
+    futures = [producer.send("few", b"queued-%d" % i) for i in range(5)]
+    producer.close(DEADLINE_S)
+    assert [f.exception(0) for f in futures] == [None] * 5
