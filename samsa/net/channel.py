@@ -18,8 +18,9 @@ connect is done and runs the handshake without blocking (state HANDSHAKING, the 
 following what OpenSSL wants next); its own ``read``/``write`` replace the plaintext ones, so the
 plaintext path carries no TLS test.  An SSL socket has no ``sendmsg`` (and ``os.sendfile`` must
 never see one), and OpenSSL wants a write it refused retried with the same bytes, so sends go
-one at a time, a list of buffers joined first; ``recv`` returns at most one TLS record, so a read goes on until OpenSSL wants
-more from the socket, which leaves nothing decrypted behind that ``select`` could not see.
+one at a time, a list of buffers joined first; ``recv`` returns at most one TLS record, so a
+read goes on until OpenSSL wants more from the socket, which leaves nothing decrypted behind
+that ``select`` could not see.
 """
 
 from __future__ import annotations
