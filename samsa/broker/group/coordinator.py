@@ -95,6 +95,7 @@ UNKNOWN_MEMBER_ID = ""
 EMPTY_ASSIGNMENT = b""
 # Kafka answers failed coordinator writes with COORDINATOR_NOT_AVAILABLE (retriable).
 STORE_ERROR = CoordinatorNotAvailableError.code
+_INT64_MAX = 2**63 - 1
 
 # Broker settings this module reads, with Kafka's defaults.
 GROUP_DEFAULTS: dict[str, int] = {
@@ -767,11 +768,12 @@ class GroupCoordinator:
             else:
                 errors.append(NONE)
                 # OffsetMetadataManager.expireTimestampMs: an explicit retention time (v2-4)
-                # fixes the expiry at commit time.
+                # fixes the expiry at commit time.  Java's long sum wraps for a retention near
+                # 2^63; capped here, it still means "for ever" and fits the stored int64.
                 accepted[(c.topic, c.partition)] = OffsetAndMetadata(
                     c.offset, c.leader_epoch, c.metadata or "",
                     now if c.commit_timestamp_ms == -1 else c.commit_timestamp_ms,
-                    -1 if c.retention_time_ms == -1 else now + c.retention_time_ms)
+                    -1 if c.retention_time_ms == -1 else min(now + c.retention_time_ms, _INT64_MAX))
         return errors, accepted
 
     def _validate_commit(self, group_id: str, generation_id: int, member_id: str,

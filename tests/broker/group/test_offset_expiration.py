@@ -152,6 +152,19 @@ def test_explicit_retention_time_sets_the_expiry(
     assert c.expire_offsets(stored.expire_timestamp_ms) == 1
 
 
+def test_a_retention_time_near_int64_max_keeps_the_offset_for_ever(
+        make_harness: Callable[[dict[str, Any]], Harness]) -> None:
+    """commit time + 2^63-1 does not fit the stored int64 (the fuzzer's find): capped."""
+    h = make_harness(CONFIG)
+    h.logs.create_topic("t", 1)
+    c = h.coordinator
+    commit(c, "old-client", ("t", 0), retention_time_ms=2**63 - 1)
+    assert c.groups["old-client"].offsets[("t", 0)].expire_timestamp_ms == 2**63 - 1
+    c = h.restart()
+    assert committed(c, "old-client", ("t", 0)) == 5
+    assert c.expire_offsets(commit_time(c, "old-client", ("t", 0)) + 100 * RETENTION) == 0
+
+
 def test_offset_value_v1_round_trip() -> None:
     value = OffsetValue(7, -1, "m", 1_000, 5_000)
     data = offset_value(value)
