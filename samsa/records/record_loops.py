@@ -32,8 +32,13 @@ def _varint(data: bytes, pos: int, max_shift: int) -> tuple[int, int]:
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
     value = b & 0x7F
-    shift = 7
-    pos += 1
+    b = data[pos + 1]
+    if b < 0x80:  # two bytes, the other common case: record and value lengths 64-8191
+        value |= b << 7
+        return (value >> 1) ^ -(value & 1), pos + 2
+    value |= (b & 0x7F) << 7
+    shift = 14
+    pos += 2
     while True:
         b = data[pos]
         pos += 1

@@ -227,3 +227,20 @@ def test_record_columns_refuse_a_record_that_lies(lie: str) -> None:
     data = LIES[lie] + handmade_record(1, b"fine")
     with pytest.raises((ValueError, IndexError)):
         M.record_columns(data, 0, len(data), 2, 2, 0, 0, M.RecordColumns())
+
+
+@pytest.mark.parametrize("size", [0, 63, 64, 8191, 8192, 1_048_575, 1_048_576])
+def test_every_varint_width_is_read(size: int) -> None:
+    """Keys, values and header fields of sizes whose varints take one to four bytes (the one-
+    and two-byte ones are read inline): both loops read what the row decoder reads."""
+    blob = bytes(range(256)) * (size // 256 + 1)
+    records = [(rs.BASE_TS, blob[:size], blob[1 : size + 1], [("h" * min(size, 9000), blob[:size])]),
+               (rs.BASE_TS + size, None, blob[:size], []), (rs.BASE_TS, b"k", b"", [])]
+    builder = RecordBatchBuilder(base_offset=1000, batch_size_limit=1 << 30)
+    for ts, key, value, headers in records:
+        builder.append(ts, key, value, headers)
+    (batch,) = iter_batches(builder.build())
+    data, header = batch.records_section(), batch.header
+    assert rows(data, header, 2) == expected(data, header)
+    assert [(o, k, v, h) for o, _, k, v, h in columns_as_rows(data, [(0, len(data), 3, 1000)])] == [
+        (r.offset, r.key, r.value, list(r.headers)) for r in expected(data, header)]
