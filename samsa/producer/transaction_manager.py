@@ -263,7 +263,10 @@ class TransactionManager:
             batches = self._entry(batch.topic_partition).in_flight
             if batch not in batches:
                 batches.append(batch)
-                batches.sort(key=lambda b: b.base_sequence)
+                # The list is kept in sequence order: sorting is needed only when the new batch
+                # does not come last (a retried or split batch); drain() adds them in order.
+                if len(batches) > 1 and batches[-2].base_sequence > batch.base_sequence:
+                    batches.sort(key=lambda b: b.base_sequence)
 
     def remove_in_flight_batch(self, batch: ProducerBatch) -> None:
         with self._lock:
@@ -293,10 +296,21 @@ class TransactionManager:
     # --- outcomes (Sender) -------------------------------------------------------------
 
     def handle_completed_batch(self, batch: ProducerBatch) -> None:
+        # remove_in_flight_batch and is_current, inline: this runs for every acknowledged batch.
         with self._lock:
-            self.remove_in_flight_batch(batch)
-            if self.is_current(batch) and batch.has_sequence():
-                entry = self._entry(batch.topic_partition)
+            tp = batch.topic_partition
+            entry = self._partitions.get(tp)
+            if entry is not None:
+                in_flight = entry.in_flight
+                if in_flight and in_flight[0] is batch:  # acknowledged in sequence order
+                    del in_flight[0]
+                elif batch in in_flight:
+                    in_flight.remove(batch)
+            producer = entry.producer if entry is not None else self._producer
+            if (batch.producer_id == producer.producer_id and batch.producer_epoch == producer.epoch
+                    and batch.has_sequence()):
+                if entry is None:
+                    entry = self._entry(tp)
                 entry.last_acked = increment_sequence(batch.base_sequence, batch.record_count - 1)
 
     def can_retry(self, batch: ProducerBatch, error: BaseException) -> bool:

@@ -65,6 +65,29 @@ def test_sequences_per_partition_start_at_zero_and_follow_record_counts() -> Non
     assert tm.last_acked_sequence(TP) == 2
 
 
+def test_in_flight_batches_stay_in_sequence_order_whatever_order_they_come_and_go() -> None:
+    # A retried or split batch comes back with its old sequence: the first in flight is the
+    # lowest sequence however the batches were added, and any of them may complete.
+    tm = TransactionManager()
+    tm.handle_init_producer_id(7, 0)
+    batches = [batch(2) for _ in range(4)]
+    for b in batches:
+        drain(tm, b)  # sequences 0, 2, 4, 6
+    for b in batches:
+        tm.remove_in_flight_batch(b)
+    for i in (2, 0, 3, 1):
+        tm.add_in_flight_batch(batches[i])
+    tm.add_in_flight_batch(batches[0])  # already there: not twice
+    assert tm.first_in_flight_sequence(TP) == 0
+    tm.handle_completed_batch(batches[1])  # not the first in flight
+    assert tm.first_in_flight_sequence(TP) == 0 and tm.last_acked_sequence(TP) == 3
+    tm.handle_completed_batch(batches[0])
+    assert tm.first_in_flight_sequence(TP) == 4
+    tm.handle_completed_batch(batches[2])
+    tm.handle_completed_batch(batches[3])
+    assert not tm.has_inflight_batches(TP) and tm.last_acked_sequence(TP) == 7
+
+
 def test_sequence_wraps_at_int32_max() -> None:
     assert increment_sequence(2**31 - 1, 1) == 0
     assert increment_sequence(2**31 - 2, 3) == 1
