@@ -320,7 +320,8 @@ class PollColumns:
             row_buffer = np.repeat(np.array(buffers, np.int32), sec_rows)
         bufs = _Buffers.of(self._buffers, row_buffer, segments)
         # A value's position: the previous value's end plus its gap.
-        value_len = _int64s(cols.value_len)
+        value_len = (_int64s(cols.value_len) if cols.value_len
+                     else np.full(n, cols.value_size, np.int64))
         value_size = np.maximum(value_len, 0)
         value_pos = np.cumsum(_int64s(cols.value_gaps))
         value_pos[1:] += np.cumsum(value_size[:-1])

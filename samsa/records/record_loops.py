@@ -227,8 +227,9 @@ class RecordColumns:
     into Arrow buffers (samsa.consumer.arrow_records).  Numbers are kept small -- CPython keeps
     one object each of -5..256, so a record costs no allocation -- by storing distances rather
     than positions, and by leaving lists empty in the common case: ``key_back``/``key_len``
-    while every key is null, ``header_counts`` while no record has headers (both then filled in
-    for the records before), and offsets but where one does not follow on from the record
+    while every key is null, ``value_len`` while every value is ``value_size`` long (a
+    stream of fixed-size records), ``header_counts`` while no record has headers (each then
+    filled in for the records before), and offsets but where one does not follow on from the record
     before (``offset_rows``/``offset_values``: the first record of each batch of another
     partition, or after a gap compaction left)."""
 
@@ -238,6 +239,7 @@ class RecordColumns:
         # the sums give back each position in its own buffer).
         self.value_gaps: list[int] = []
         self.value_len: list[int] = []  # -1: null
+        self.value_size = 0  # every value's length while value_len is empty
         self.timestamp_deltas: list[int] = []  # from the record's batch's base timestamp
         self.last_value_end = 0
         self.next_offset = -1  # the offset that follows on from the last record read
@@ -284,7 +286,12 @@ def record_columns(data: bytes, pos: int, end: int, left: int, want: int, min_of
             out.key_len.append(key_len)
         value_gaps.append(value_pos - last_end)
         last_end = value_pos + vlen if vlen > 0 else value_pos
-        value_len.append(vlen)
+        if not count:
+            out.value_size = vlen
+        elif vlen != out.value_size or value_len:
+            if not value_len:
+                value_len.extend([out.value_size] * count)
+            value_len.append(vlen)
         if header_count or out.header_counts:
             if not out.header_counts:
                 out.header_counts.extend([0] * count)

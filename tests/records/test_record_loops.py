@@ -157,7 +157,8 @@ def columns_as_rows(data: bytes, sections: list[tuple[int, int, int, int]], want
         if left:
             break
     n = cols.count
-    sizes = [max(v, 0) for v in cols.value_len]
+    value_len = cols.value_len or [cols.value_size] * n
+    sizes = [max(v, 0) for v in value_len]
     value_pos = [gap + sum(sizes[:i]) for i, gap in enumerate(itertools.accumulate(cols.value_gaps))]
     rows_at = [*cols.offset_rows, n]  # offsets follow on from each listed one
     offsets = [value + i - row for row, value, stop in zip(rows_at, cols.offset_values, rows_at[1:],
@@ -177,7 +178,7 @@ def columns_as_rows(data: bytes, sections: list[tuple[int, int, int, int]], want
     for c in counts:
         headers.append(pairs[at : at + c])
         at += c
-    values = [None if vl < 0 else data[vp : vp + vl] for vp, vl in zip(value_pos, cols.value_len, strict=True)]
+    values = [None if vl < 0 else data[vp : vp + vl] for vp, vl in zip(value_pos, value_len, strict=True)]
     return list(zip(offsets, cols.timestamp_deltas, keys, values, headers, strict=True))
 
 
@@ -244,3 +245,23 @@ def test_every_varint_width_is_read(size: int) -> None:
     assert rows(data, header, 2) == expected(data, header)
     assert [(o, k, v, h) for o, _, k, v, h in columns_as_rows(data, [(0, len(data), 3, 1000)])] == [
         (r.offset, r.key, r.value, list(r.headers)) for r in expected(data, header)]
+
+
+@pytest.mark.parametrize("sizes", [[5, 5, 5], [5, 5, 7], [7, 5, 5], [-1, -1, -1], [0, 0, -1],
+                                   [-1, 0, 0]])
+def test_record_columns_lists_value_lengths_once_they_differ(sizes: list[int]) -> None:
+    """Values of one size are kept as that size alone (value_len empty); the first of
+    another size lists them all, also when it comes in a later batch."""
+    data, sections, want, base = b"", [], [], 0
+    for size in sizes:  # a batch each
+        value = None if size < 0 else b"v" * size
+        section, _ = section_of([(rs.BASE_TS, None, value, []), (rs.BASE_TS, None, value, [])])
+        sections.append((len(data), len(data) + len(section), 2, base))
+        want += [(base, 0, None, value, []), (base + 1, 0, None, value, [])]
+        data += section
+        base += 2
+    cols = M.RecordColumns()
+    assert columns_as_rows(data, sections) == want
+    for start, end, count, first in sections:
+        M.record_columns(data, start, end, count, 100, 0, first, cols)
+    assert cols.value_len == ([] if len(set(sizes)) == 1 else [s for s in sizes for _ in (0, 1)])
