@@ -44,20 +44,13 @@ from samsa.net.cluster import ClusterView, TopicPartition
 from samsa.net.metadata import Metadata
 from samsa.producer.accumulator import RecordAccumulator
 from samsa.producer.batch import estimate_size_upper_bound
-from samsa.producer.buffer_pool import BufferExhaustedError
 from samsa.producer.config import ProducerConfig
 from samsa.producer.future import RecordCallback, RecordFuture, RecordMetadata
 from samsa.producer.interceptors import ProducerInterceptors
 from samsa.producer.metrics import ProducerMetrics
 from samsa.producer.partitioner import UNKNOWN_PARTITION, murmur2, partition_for_record
-from samsa.producer.record_queue import (
-    RECORD_OVERHEAD_UPPER_BOUND,
-    HeadersArg,
-    QueuedRecordFuture,
-    QueuedRun,
-    RecordQueue,
-    group_queued,
-)
+from samsa.producer.queue_appender import TOPIC_TOUCH_INTERVAL_MS, QueueAppender
+from samsa.producer.record_queue import RECORD_OVERHEAD_UPPER_BOUND, HeadersArg, RecordQueue
 from samsa.producer.record_queue import normalize_headers as _normalize_headers
 from samsa.producer.sender import Sender
 from samsa.producer.serializers import as_serialize_fn
@@ -79,8 +72,6 @@ log = logging.getLogger(__name__)
 QUEUE_MAX_RECORDS = 256
 QUEUE_MAX_BYTES = 1 << 20
 
-# How often send() tells Metadata a topic is still in use (metadata.max.idle.ms is >= 5 s).
-_TOPIC_TOUCH_INTERVAL_MS = 1000
 
 # Bumped in every forked child; a producer remembers the value it was created with.
 _fork_generation = 0
@@ -147,7 +138,6 @@ class KafkaProducer:
         self._close_lock = threading.Lock()
         self.client_id: str = cfg["client.id"]
         self._max_block_ms: int = cfg["max.block.ms"]
-        self._delivery_timeout_ms: int = cfg["delivery.timeout.ms"]
         self._max_request_size: int = cfg["max.request.size"]
         self._total_memory: int = cfg["buffer.memory"]
         self._serialize_key = as_serialize_fn(cfg["key.serializer"])
@@ -172,18 +162,22 @@ class KafkaProducer:
         self._accumulator = RecordAccumulator.from_config(cfg, self._transaction_manager, clock)
         self._metadata, self._client = _network(cfg, clock)
         self._view: ClusterView | None = None
-        # send()'s queue (samsa.producer.record_queue); one thread at a time appends it.
-        # Transactions and interceptors need every record on the direct path.
-        self._drain_lock = threading.Lock()
-        self._queue_cluster: Any = None
+        # send()'s queue (samsa.producer.record_queue), appended by the QueueAppender.
+        # Transactions, interceptors and custom partitioners need every record on the direct path.
+        self._appender = QueueAppender(
+            self._accumulator, self._metadata, clock, self._client.selector.wakeup, self._known_topics,
+            max_block_ms=self._max_block_ms, delivery_timeout_ms=cfg["delivery.timeout.ms"],
+        )
         self._queue = RecordQueue(
-            self._append_queued, self._settle_queued, self._client.selector.wakeup, self._time_ns, self._monotonic_ns,
+            self._appender.append, self._appender.settle, self._client.selector.wakeup, self._time_ns,
+            self._monotonic_ns,
             self._serialize_key, self._serialize_value,
             raw_keys=self._raw_keys, raw_values=self._raw_values, ignore_keys=self._ignore_keys,
             max_record_size=self._max_record_size, max_records=QUEUE_MAX_RECORDS, max_bytes=QUEUE_MAX_BYTES,
             max_wait_ms=cfg["linger.ms"],
             open=self._transactional_id is None and not self._has_interceptors and self._partitioner is None,
         )
+        self._appender.attach(self._queue)
         acks: int = cfg["acks"]
         self._sender = Sender(
             self._client,
@@ -205,6 +199,7 @@ class KafkaProducer:
             clock=clock,
             record_queue=self._queue,
         )
+        self._appender.io_thread = self._sender
         # send() wakes the Sender's poll directly (Sender.wakeup is the same call, two frames up).
         self._wakeup_sender = self._client.selector.wakeup
         self._sender.start()
@@ -276,7 +271,7 @@ class KafkaProducer:
                 view = self._view
                 assert view is not None  # set by the first _wait_on_metadata
                 remaining_ms: float = self._max_block_ms
-                if now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
+                if now - known[2] >= TOPIC_TOUCH_INTERVAL_MS:
                     self._metadata.add(topic, now)  # keeps the topic from expiring
                     self._known_topics[topic] = (cluster, known[1], now)
                 count: int | None = known[1]
@@ -316,7 +311,7 @@ class KafkaProducer:
                 timestamp_ms = time_ns() // 1_000_000
             if count is not None:
                 self._queue.topics[topic] = count  # later records of the topic take the queue
-            self._append_queued(True)
+            self._appender.append(True)
             future = self._accumulator.append_to_last(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
                 on_delivery, now, view, self._wakeup_sender,
@@ -408,7 +403,7 @@ class KafkaProducer:
         chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
         callback = None if on_error is None else _ErrorOnlyCallback(on_error)
         accumulator = self._accumulator
-        self._append_queued(True)  # earlier send()s first
+        self._appender.append(True)  # earlier send()s first
         if chosen is None:  # all to the sticky partition
             accumulator.append_many(topic, UNKNOWN_PARTITION, stamps, key_list, value_list, header_list,
                                     remaining_ms, now, view, self._wakeup_sender, callback)
@@ -495,7 +490,7 @@ class KafkaProducer:
             return ab.ArrowSendFuture(topic, 0, None, [])
         highest = parts if isinstance(parts, int) else None if parts is None else int(parts.max())
         view, remaining_ms = self._wait_on_metadata(topic, None if highest is None or highest < 0 else highest, now)
-        self._append_queued(True)  # earlier send()s first
+        self._appender.append(True)  # earlier send()s first
         chosen: np.ndarray | int
         if isinstance(parts, int):
             chosen = parts
@@ -595,106 +590,6 @@ class KafkaProducer:
                                  None if keys is None else keys[i], values[i], view, partitioner, self._ignore_keys)
             for i in range(len(values))
         ]
-
-    # --- send()'s queue (samsa.producer.record_queue) -----------------------------------
-
-    def _append_queued(self, block: bool) -> None:
-        """Append send()'s queued records to their batches, oldest first.
-
-        ``block`` (a sending thread): wait up to max.block.ms for the drain lock and for buffer
-        memory; records left without memory stay queued and BufferExhaustedError is raised.
-        Not ``block`` (the Sender): skip when another thread is appending; leave the records
-        without memory queued.  Records that cannot be appended at all (the producer closed)
-        fail with the error.
-        """
-        self._append_queued_within(self._max_block_ms if block else 0, block)
-
-    def _settle_queued(self, timeout: float | None) -> bool:
-        """A queued future is waited on: append the queue, waiting for the drain lock and
-        memory up to ``timeout`` seconds (None: max.block.ms a round).  False on the Sender
-        thread: a callback there must not block the thread that frees memory."""
-        if threading.current_thread() is self._sender:
-            self._append_queued_within(0, False)
-            return False
-        wait_ms = self._max_block_ms if timeout is None else min(self._max_block_ms, timeout * 1000.0)
-        self._append_queued_within(wait_ms, False)
-        return True
-
-    def _append_queued_within(self, max_wait_ms: float, raise_errors: bool) -> None:
-        lock = self._drain_lock
-        if not (lock.acquire(True, max_wait_ms / 1000.0) if max_wait_ms > 0 else lock.acquire(False)):
-            if raise_errors:
-                raise KafkaTimeoutError(
-                    "another thread to finish appending send()'s queued records (it waits for "
-                    "buffer memory; check that the brokers acknowledge records, or raise "
-                    "buffer.memory)",
-                    max_wait_ms,
-                )
-            return
-        try:
-            queue = self._queue
-            if len(queue):
-                oldest_ns = queue.oldest_ns
-                futures = queue.take()
-                if not self._expired_in_queue(futures, oldest_ns, ""):
-                    self._append_taken(futures, oldest_ns, max_wait_ms, raise_errors)
-        finally:
-            lock.release()
-
-    def _expired_in_queue(self, futures: list[QueuedRecordFuture], oldest_ns: int, topic: str) -> bool:
-        """Fail ``futures`` if the oldest of them was queued delivery.timeout.ms ago (it bounds the
-        time from send() to an outcome, queue included: records wait there only while
-        buffer.memory is exhausted)."""
-        waited_ms = (self._monotonic_ns() - oldest_ns) // 1_000_000
-        if waited_ms < self._delivery_timeout_ms:
-            return False
-        expired = KafkaTimeoutError(
-            f"buffer memory for records sent{' to ' + topic if topic else ''}: they waited in send()'s "
-            f"queue for {waited_ms} ms, past delivery.timeout.ms={self._delivery_timeout_ms} (the brokers "
-            "did not acknowledge batches fast enough to free buffer.memory)",
-            self._delivery_timeout_ms,
-        )
-        for future in futures:
-            future.fail(expired)
-        return True
-
-    def _append_taken(self, futures: list[QueuedRecordFuture], oldest_ns: int, max_wait_ms: float,
-                      raise_errors: bool) -> None:
-        clock = self._clock
-        now = clock.milliseconds()
-        cluster = self._metadata.fetch()
-        view = self._view
-        if view is None or view.cluster is not cluster:
-            view = self._view = ClusterView(cluster)
-        if cluster is not self._queue_cluster:
-            # Partition counts may have changed: send() checks each topic again once.
-            self._queue_cluster = cluster
-            self._queue.topics.clear()
-        deadline = now + max_wait_ms
-        accumulator = self._accumulator
-        for topic, partition, group in group_queued(futures):
-            known = self._known_topics.get(topic)
-            if known is not None and now - known[2] >= _TOPIC_TOUCH_INTERVAL_MS:
-                self._metadata.add(topic, now)  # keeps the topic from expiring
-                self._known_topics[topic] = (known[0], known[1], now)
-            try:
-                accumulator.append_run(topic, partition, QueuedRun(group), len(group),
-                                       max(0.0, deadline - clock.milliseconds()), now, view, self._wakeup_sender)
-            except BufferExhaustedError:
-                left = [future for future in futures if future.is_queued()]
-                if not self._expired_in_queue(left, oldest_ns, topic):
-                    self._queue.give_back(left)
-                if raise_errors:
-                    raise
-                return
-            except BaseException as exc:
-                for future in futures:
-                    future.fail(exc)
-                if raise_errors:
-                    raise
-                if not isinstance(exc, ProducerClosedError):
-                    log.exception("Could not append queued records; they failed")
-                return
 
     def last_error(self) -> BaseException | None:
         """The error of the most recent batch that failed (None if none has): with send_many(),
@@ -854,7 +749,7 @@ class KafkaProducer:
         if threading.current_thread() is self._sender:
             log.warning("flush() called from a send callback would deadlock; ignored")
             return
-        self._append_queued_within(
+        self._appender.append_within(
             self._max_block_ms if timeout is None else min(self._max_block_ms, timeout * 1000.0), True)
         self._accumulator.begin_flush()
         self._sender.wakeup()
@@ -879,7 +774,7 @@ class KafkaProducer:
         # Queued records go into batches first; those still waiting for memory when the time
         # is up fail with ProducerClosedError (the Sender's last append, once closed).
         if timeout is None or timeout > 0:
-            self._settle_queued(timeout)
+            self._appender.settle(timeout)
         if timeout is not None and timeout <= 0:
             sender.force_close()
         else:

@@ -187,6 +187,12 @@ class Sender(threading.Thread):
 
     def initiate_close(self) -> None:
         """Stop accepting new work; send what is queued, then stop."""
+        queue = self.record_queue
+        if queue is not None:
+            # send()'s records go into batches first (a producer dropped without close() ends
+            # here, from its finalizer): without waiting for memory; the rest fail at the end.
+            queue.open = False
+            queue.drain(False)
         self.accumulator.close()
         self._running = False
         self.wakeup()

@@ -7,8 +7,10 @@ cluster and read the records back with confluent-kafka."""
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -345,3 +347,24 @@ def test_close_delivers_the_records_still_queued(cluster: MockCluster) -> None:
     futures = [producer.send("few", b"queued-%d" % i) for i in range(5)]
     producer.close(DEADLINE_S)
     assert [f.exception(0) for f in futures] == [None] * 5
+
+
+def test_a_producer_dropped_without_close_is_collected_and_sends_its_queued_records(
+        cluster: MockCluster) -> None:
+    """The Sender keeps send()'s queue alive, not the producer: a producer dropped without
+    close() is collected, its finalizer stops the Sender, and what it had queued goes out."""
+    topic = "dropped"
+    cluster.create_topic(topic, 1)
+    producer = producer_for(cluster, **{"linger.ms": 10_000})
+    producer.send(topic, b"direct")  # the topic's first record takes the direct path
+    for i in range(5):
+        producer.send(topic, b"queued-%d" % i)
+    sender = producer._sender
+    collected = weakref.ref(producer)
+    del producer
+    gc.collect()
+    assert collected() is None, "something still holds the dropped producer"
+    sender.join(DEADLINE_S)
+    assert not sender.is_alive()
+    got = read_back(cluster.bootstrap_servers, topic, 1, 6)
+    assert [v for _, v in got[0]] == [b"direct"] + [b"queued-%d" % i for i in range(5)]
