@@ -880,6 +880,11 @@ class Fetcher:
             return sum(p.num_rows for p in got)
 
         self._collect(max_records, take, pieces)
+        if pieces:
+            # The positions have moved: the next fetch goes out now, before the Arrow arrays
+            # are built (about half of the poll's work), so that the broker answers meanwhile.
+            # poll()'s records are built after it returns, with its fetch on the way.
+            self.send_fetches(self.client._clock())
         return {tp: assemble(columns, p) for tp, p in pieces.items()}
 
     def _collect(self, max_records: int, take: Callable[[CompletedFetch, int], int],
