@@ -9,8 +9,8 @@ Without --bootstrap-server two brokers are started, each in its own process: a `
 on a temporary data directory, and librdkafka's mock cluster (``python -m
 tests.support.mock_cluster``; it keeps only ~5 MiB per partition, so its M records, default
 500,000, are spread over 16 partitions).  Each topic is filled once with records of 100-byte
-values by confluent-kafka; then each client reads all of it in its own subprocess: metadata
-first, then every partition is assigned from the beginning (no group); the clock runs from
+values by confluent-kafka, in batches of 500 records; then each client reads all of it in its
+own subprocess: metadata first, then every partition is assigned from the beginning (no group); the clock runs from
 the first records a poll returns to the last record, so connecting, the offsets lookup, the
 first fetch and lazy set-up are kept out of every client's rate alike (printed apart as
 "first s": assign() to the first records).  Every client touches each record's value (poll_arrow: the
@@ -61,6 +61,7 @@ from functools import partial
 from typing import Any
 
 VALUE_SIZE = 100
+FILL_BATCH = 500  # records a batch when filling (the mock's fetch answers hold one a partition)
 CLIENTS = ("samsa", "samsa-500", "samsa-arrow", "confluent", "kafka-python", "aiokafka")
 MAX_RECORDS = 10_000  # samsa's max_records per poll, confluent-kafka's consume() batch
 CONFLUENT_SETTINGS = {"fetch.queue.backoff.ms": 10}
@@ -271,7 +272,11 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, create: bool) -> N
             future.result(30)
     value = os.urandom(VALUE_SIZE // 4).hex().encode()[: VALUE_SIZE // 2] + b"a" * (VALUE_SIZE - VALUE_SIZE // 2)
     errors: list[Any] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1,
+    # Batches of FILL_BATCH records, not what linger.ms=5 happened to gather: librdkafka's mock
+    # answers a fetch with one batch a partition, so its rows read as fast as the fill's
+    # batches are large, and with linger they varied from run to run.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000, "acks": 1,
+                         "batch.num.messages": FILL_BATCH, "batch.size": 16 << 20,
                          "queue.buffering.max.messages": 1_000_000, "delivery.report.only.error": True,
                          "on_delivery": lambda err, _msg: errors.append(err)})
     for i in range(n):
