@@ -111,16 +111,23 @@ def test_partial_writes_keep_order_and_report_completion(pair):
     for s in sends[1:]:
         ch.sends.append(s)
     expected = b"".join(s.data for s in sends)
+    completed = _write_until_received(ch, b, expected)
+    # Completed strictly in order, each once, and the head's partial offset was honoured.
+    assert completed == sends
+    assert all(s.completed for s in sends)
+    assert not ch.has_send
+
+
+def _write_until_received(ch, peer, expected: bytes) -> list[NetworkSend]:
+    """Write the channel's queued sends while ``peer`` reads; the sends completed, in order,
+    once ``expected`` (asserted to be every byte) arrived."""
     received = bytearray()
     completed: list[NetworkSend] = []
     while len(received) < len(expected):
         ch.write(completed)
-        received += b.recv(1 << 20)
-    # Completed strictly in order, each once, and the head's partial offset was honoured.
-    assert completed == sends
-    assert all(s.completed for s in sends)
+        received += peer.recv(1 << 20)
     assert bytes(received) == expected
-    assert not ch.has_send
+    return completed
 
 
 def test_gather_sends_survive_partial_writes_in_order(pair):
@@ -140,11 +147,5 @@ def test_gather_sends_survive_partial_writes_in_order(pair):
     assert not ch.write_now(gather)
     ch.sends.extend(sends[1:])
     expected = b"".join(b"".join(s.data) if isinstance(s.data, list) else s.data for s in sends)
-    received = bytearray()
-    completed: list[NetworkSend] = []
-    while len(received) < len(expected):
-        ch.write(completed)
-        received += b.recv(1 << 20)
-    assert completed == sends
-    assert bytes(received) == expected
+    assert _write_until_received(ch, b, expected) == sends
     assert not ch.has_send
