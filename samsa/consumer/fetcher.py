@@ -74,12 +74,13 @@ LIST_OFFSETS_MIN_VERSION, LIST_OFFSETS_MAX_VERSION = 1, 7
 _new = tuple.__new__
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 _CHUNK = 500  # records a RecordSpan builds at a time (max.poll.records' default)
-# A partition's fetched records up to this size are joined with the response's others
-# (ResponseData); larger ones are copied on their own when first read, so that their bytes
-# live only while that partition is read.  A response's 4 MiB joined lived until its last
-# partition was read, and glibc's heap, trimmed and grown again meanwhile, gave each one
-# fresh pages: ~30,000 page faults, a third of poll_arrow's CPU, per million 100 B records.
-_JOIN_MAX = 256 * 1024
+# The partitions of a response are joined (ResponseData) up to this many bytes in all; the
+# others are copied each on its own when first read, so that their bytes live only while
+# that partition is read.  Larger joins lived until the response's last partition was read,
+# and glibc's heap, trimmed and grown again meanwhile, gave each one fresh pages: 30,000 to
+# 50,000 page faults, a third of poll_arrow's CPU, per million 100 B records (4 MiB answers
+# of the samsa broker, 0.9 MiB ones of librdkafka's mock).
+_JOIN_MAX = 128 * 1024
 compiled_loops = not (record_loops.__file__ or "").endswith(".py")  # setup.py's mypyc build
 # Errors after which the partition's leader must be looked up again.
 _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not leader, replica n/a,
@@ -87,7 +88,7 @@ _METADATA_ERRORS = {3, 5, 6, 9, 74, 75, 100}  # unknown tp, leader n/a, not lead
 
 
 class ResponseData:
-    """The records of the partitions of one fetch response (those up to _JOIN_MAX), joined
+    """The records of the partitions of one fetch response (up to _JOIN_MAX bytes), joined
     into one bytes the first time poll_arrow() reads any of them (poll() reads each
     partition's as it came): the compiled loop reads bytes, and one buffer for them all makes
     one set of numpy and Arrow calls per response in PollColumns, not one per partition."""
@@ -796,6 +797,7 @@ class Fetcher:
         subs = self.subscriptions
         stale = assignment_id != subs.assignment_id
         response_data: ResponseData | None = None
+        joined_bytes = 0
         for topic_data in body.responses:
             topic = topic_data.topic
             for p in topic_data.partitions:
@@ -814,10 +816,11 @@ class Fetcher:
                     records = p.records
                     if records:
                         joined = None
-                        if len(records) < _JOIN_MAX:
+                        if joined_bytes + len(records) <= _JOIN_MAX:
                             if response_data is None:
                                 response_data = ResponseData()
                             joined = response_data
+                            joined_bytes += len(records)
                         self.completed.append(CompletedFetch(
                             tp, fetch_offset, records, self.check_crcs, self.read_committed,
                             p.aborted_transactions,
