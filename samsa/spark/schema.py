@@ -7,8 +7,8 @@ also built in executor workers.
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -19,6 +19,9 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["HEADERS_TYPE", "arrow_schema", "read_schema"]
 
@@ -45,6 +48,8 @@ def read_schema(include_headers: bool = False) -> StructType:
 @cache
 def arrow_schema(include_headers: bool = False) -> pa.Schema:
     """The Arrow schema read() batches must match exactly (timestamps in UTC microseconds)."""
+    # pyarrow is imported here, not at module level: Spark's planner processes
+    # (create_data_source) import this module for read_schema() alone.
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(read_schema(include_headers), timezone="UTC")
