@@ -165,16 +165,18 @@ def parse_stats(records: DataFrame) -> DataFrame:
     return records.select(stat.alias("s")).select("s.*")
 
 
-def totals(stats: DataFrame, dimension: str) -> DataFrame:
-    """Whole-period figures for one dimension from the hourly windows (sums, not means of means).
+def totals(stats: DataFrame, *dimensions: str) -> DataFrame:
+    """Whole-period figures for dimensions from the hourly windows (sums, not means of means).
 
-    Columns: name, flights, departed, mean_dep_delay, max_dep_delay, delayed_share.
+    Columns: name, flights, departed, mean_dep_delay, max_dep_delay, delayed_share; with more
+    than one dimension, a leading ``dimension`` column too (rows ordered by it, then name).
     """
     from pyspark.sql import functions as F
 
-    return (stats.filter(F.col("dimension") == dimension).groupBy("name")
+    keys = ["dimension", "name"] if len(dimensions) > 1 else ["name"]
+    return (stats.filter(F.col("dimension").isin(list(dimensions))).groupBy(*keys)
             .agg(F.sum("flights").alias("flights"), F.sum("departed").alias("departed"),
                  F.try_divide(F.sum("dep_delay_sum"), F.sum("departed")).alias("mean_dep_delay"),
                  F.max("max_dep_delay").alias("max_dep_delay"),
                  F.try_divide(F.sum("delayed"), F.sum("departed")).alias("delayed_share"))
-            .orderBy("name"))
+            .orderBy(*keys))

@@ -32,6 +32,10 @@ def local_session(app_name: str = "samsa-pipeline", master: str | None = None,
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               # Adaptive query execution runs each shuffle stage of a batch query as a Spark
+               # job of its own and re-plans between them; with a few MB in 4 partitions and no
+               # joins it has nothing to coalesce or switch (streaming queries never use it).
+               .config("spark.sql.adaptive.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     spark = builder.getOrCreate()
