@@ -66,12 +66,10 @@ __all__ = ["KafkaProducer", "ProducerRecord", "RecordMetadata"]
 
 log = logging.getLogger(__name__)
 
-
 # send()'s queue is appended in bulk once it holds this many records or bytes (the bytes
 # bound keeps large records from waiting outside buffer.memory for long).
 QUEUE_MAX_RECORDS = 256
 QUEUE_MAX_BYTES = 1 << 20
-
 
 # Bumped in every forked child; a producer remembers the value it was created with.
 _fork_generation = 0

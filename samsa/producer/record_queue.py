@@ -13,9 +13,10 @@ no batch touched.  The records are appended to their batches in bulk
 * before anything that must see them in batches: ``flush()``, ``close()``, ``send_many()``,
   ``send_arrow()``, a ``send()`` that takes the direct path, or a ``get()`` on a queued future.
 
-One lock (the producer's drain lock) serializes appends from the queue, so records keep their
-order per partition.  A queued future binds to its batch's result when appended, or fails (the
-producer closed, or an unexpected error): every future resolves.
+One lock (the drain lock of samsa.producer.queue_appender, which does the appending)
+serializes appends from the queue, so records keep their order per partition.  A queued
+future binds to its batch's result when appended, or fails (the producer closed, the record
+waited past delivery.timeout.ms, or an unexpected error): every future resolves.
 
 setup.py compiles this module with mypyc where it can (the typed source is the fallback).
 """
@@ -203,7 +204,7 @@ class QueuedRecordFuture(RecordFuture):
 class RecordQueue:
     """send()'s records not yet in batches (see the module docstring).
 
-    ``drain(block)`` is the producer's append of the queue: with ``block`` on the caller's
+    ``drain(block)`` is QueueAppender.append: with ``block`` on the caller's
     thread (may wait for buffer memory; raises when it cannot), without it on the Sender's.
     ``settle(timeout)`` appends it for a waiting future (False: this thread must not wait).
     ``wake()`` wakes the Sender.  ``topics`` maps each topic whose metadata send() has seen to
@@ -264,7 +265,7 @@ class RecordQueue:
         return len(self._futures)
 
     def drain(self, block: bool) -> None:
-        """Append the queued records (the producer's append; see the class docstring)."""
+        """Append the queued records (QueueAppender.append; see the class docstring)."""
         self._drain(block)
 
     def try_send(
