@@ -161,7 +161,10 @@ class KafkaProducer:
         self._metadata, self._client = _network(cfg, clock)
         self._view: ClusterView | None = None
         # send()'s queue (samsa.producer.record_queue), appended by the QueueAppender.
-        # Transactions, interceptors and custom partitioners need every record on the direct path.
+        # Transactions, interceptors and custom partitioners need every record on the direct path
+        # (the queue then never holds a record, and the direct path skips appending it).
+        self._uses_queue = (self._transactional_id is None and not self._has_interceptors
+                            and self._partitioner is None)
         self._appender = QueueAppender(
             self._accumulator, self._metadata, clock, self._client.selector.wakeup, self._known_topics,
             max_block_ms=self._max_block_ms, delivery_timeout_ms=cfg["delivery.timeout.ms"],
@@ -173,7 +176,7 @@ class KafkaProducer:
             raw_keys=self._raw_keys, raw_values=self._raw_values, ignore_keys=self._ignore_keys,
             max_record_size=self._max_record_size, max_records=QUEUE_MAX_RECORDS, max_bytes=QUEUE_MAX_BYTES,
             max_wait_ms=cfg["linger.ms"],
-            open=self._transactional_id is None and not self._has_interceptors and self._partitioner is None,
+            open=self._uses_queue,
         )
         self._appender.attach(self._queue)
         acks: int = cfg["acks"]
@@ -309,7 +312,8 @@ class KafkaProducer:
                 timestamp_ms = time_ns() // 1_000_000
             if count is not None:
                 self._queue.topics[topic] = count  # later records of the topic take the queue
-            self._appender.append(True)
+            if self._uses_queue:
+                self._appender.append(True)  # earlier send()s first
             future = self._accumulator.append_to_last(
                 topic, chosen, timestamp_ms, key_bytes, value_bytes, record_headers,
                 on_delivery, now, view, self._wakeup_sender,
