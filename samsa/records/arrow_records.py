@@ -11,7 +11,11 @@ the batch the row lands in (its base timestamp and record count), so :meth:`Arro
 hands the tails to ``RecordBatchBuilder.append_tails``, whose compiled loop adds each row's head
 while the batch has room (Java's MemoryRecordsBuilder.hasRoomFor, also for compressed
 batches' estimated ratio): a batch costs a few microseconds, not a dozen numpy and Arrow calls.
-The bytes are those ``append`` writes record by record.  Needs pyarrow and numpy (the
+With one timestamp for every row and no compression, the head depends only on the row's index
+in its batch: the rows that fill empty batches are laid out ahead (``plan_batches``, the same
+choices as the loop) and their heads joined to their tails in one Arrow call, so a planned batch
+is filled with one copy; only the batch a call starts in, already holding records, takes the
+loop (over the rows that could fit it).  The bytes are those ``append`` writes record by record.  Needs pyarrow and numpy (the
 ``arrow`` extra).
 """
 
@@ -23,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
-from samsa.records.builder import RecordBatchBuilder
+from samsa.records.batch_header import RECORD_BATCH_OVERHEAD, Compression
+from samsa.records.builder import RecordBatchBuilder, plan_batches
 
 __all__ = ["ArrowRecords", "as_binary", "encode_varints", "upper_bounds"]
 
@@ -32,6 +36,7 @@ _LB = pa.large_binary()
 _EMPTY = pa.scalar(b"", _LB)
 _ZERO = pa.scalar(b"\x00", _LB)  # attributes; also headerCount 0
 _NULL = pa.scalar(b"\x01", _LB)  # varint -1: null key / value
+_ZERO_DELTA = pa.scalar(b"\x00\x00", _LB)  # attributes 0, timestampDelta 0
 # Zig-zag values below this are looked up (a take) rather than encoded.
 _TABLE_LIMIT = 1 << 15
 _tables: dict[str, pa.Array] = {}
@@ -165,8 +170,8 @@ class ArrowRecords:
     an int64 array.  Rows are appended in order by :meth:`append_to`.
     """
 
-    __slots__ = ("_stamp_list", "_stamps", "_tail_bytes", "_tail_offsets", "_tail_sizes", "_tails",
-                 "bounds", "constant_timestamp", "key_sizes", "value_sizes")
+    __slots__ = ("_plan", "_stamp_list", "_stamps", "_tail_bytes", "_tail_offset_array", "_tail_offsets", "_tail_size_list",
+                 "_tail_sizes", "_tails", "bounds", "constant_timestamp", "key_sizes", "value_sizes")
 
     def __init__(self, keys: pa.Array | None, values: pa.Array, headers: pa.Array | None,
                  timestamps_ms: int | np.ndarray) -> None:
@@ -185,10 +190,12 @@ class ArrowRecords:
         key_part = (_NULL, _EMPTY) if keys is None else (encode_varints(klen), pc.fill_null(keys, _EMPTY))
         self._tails = tails = pc.binary_join_element_wise(
             *key_part, encode_varints(vlen), pc.fill_null(values, _EMPTY), header_bytes, _EMPTY)
-        offsets = np.frombuffer(tails.buffers()[1], np.int64, n + 1, tails.offset * 8)
+        self._tail_offset_array = offsets = np.frombuffer(tails.buffers()[1], np.int64, n + 1, tails.offset * 8)
         self._tail_sizes = np.diff(offsets)
         self._tail_bytes: bytes | None = None
         self._tail_offsets: list[int] = []
+        self._tail_size_list: list[int] | None = None
+        self._plan: _Plan | None = None
         self._stamp_list: list[int] | None = None
         if isinstance(timestamps_ms, (int, np.integer)):
             self.constant_timestamp: int | None = int(timestamps_ms)
@@ -203,6 +210,45 @@ class ArrowRecords:
     def timestamp(self, row: int) -> int:
         return self.constant_timestamp if self._stamps is None else int(self._stamps[row])  # type: ignore[return-value]
 
+    def _append_planned(self, builder: RecordBatchBuilder, start: int, end: int) -> int:
+        """Rows from ``start`` into the empty uncompressed ``builder`` as one planned batch;
+        0 if no plan covers it.  Rows ``start`` .. ``end - 1`` are planned when ``start`` is
+        past the last plan's rows, so planning costs O(rows) over a call; a batch that starts
+        elsewhere (another batch size, after a batch filled record by record) takes the loop.
+        With one timestamp for every row, each timestampDelta is 0."""
+        limit = builder.batch_size_limit
+        plan = self._plan
+        if plan is None or start >= plan.end:
+            plan = self._plan = _Plan(self, start, end, limit)
+        stop = plan.stops.get(start, 0) if plan.limit == limit else 0
+        if not stop:
+            return 0
+        stop = min(stop, end)
+        ts = self.constant_timestamp
+        assert ts is not None
+        base = plan.start
+        offsets = plan.offsets
+        builder.append_encoded(plan.data[int(offsets[start - base]):int(offsets[stop - base])],
+                               stop - start, ts, ts)
+        return stop
+
+    def _append_window(self, builder: RecordBatchBuilder, start: int, end: int, stamp: int) -> int:
+        """append_tails over a window of rows: those whose tails take at most the rest of the
+        uncompressed batch's limit, and one more (the loop stops at it)."""
+        offsets = self._tail_offset_array
+        data = self._tails.buffers()[2]
+        while start < end:
+            first = int(offsets[start])
+            room = builder.batch_size_limit - builder.estimated_size
+            stop = min(end, int(np.searchsorted(offsets, first + max(room, 0), "right")) + 1)
+            window = data.slice(first, int(offsets[stop]) - first).to_pybytes()
+            taken = builder.append_tails(window, (offsets[start:stop + 1] - first).tolist(), 0, stop - start,
+                                         stamp)
+            start += taken
+            if start < stop:
+                break
+        return start
+
     def append_to(self, builder: RecordBatchBuilder, start: int, end: int) -> int:
         """Append rows ``start`` .. ``end - 1`` to ``builder`` until one does not fit (the
         first row of an empty batch always does); returns the first row not appended.  The
@@ -210,6 +256,17 @@ class ArrowRecords:
         timestamp and offset deltas -- to its encoded tail, checking room as append() does."""
         if start >= end:
             return start
+        if self.constant_timestamp is not None and builder.compression == Compression.NONE:
+            if not builder.record_count:
+                stop = self._append_planned(builder, start, end)
+                plan = self._plan
+                if stop and (stop == end or plan is None or stop != plan.end):
+                    return stop
+                if stop:  # the plan ended there (planned for a shorter call), not the batch
+                    start = stop
+            # Uncompressed batches are planned but for the one a call starts in: copy only
+            # the rows that could fit it for the loop.
+            return self._append_window(builder, start, end, self.constant_timestamp)
         if self._tail_bytes is None:  # once per call: the loop reads bytes and lists
             tails = self._tails
             self._tail_bytes = tails.buffers()[2].to_pybytes() if len(tails) else b""
@@ -224,3 +281,34 @@ class ArrowRecords:
                 self._stamp_list = self._stamps.tolist()
             stamps = self._stamp_list
         return builder.append_tails(self._tail_bytes, self._tail_offsets, start, end, stamps)
+
+
+class _Plan:
+    """Rows ``start`` .. of an :class:`ArrowRecords` laid out in empty uncompressed batches of
+    ``limit`` bytes (:func:`~samsa.records.builder.plan_batches`) and encoded whole: heads and
+    tails joined in one Arrow call, so that filling a planned batch is one copy."""
+
+    __slots__ = ("data", "end", "limit", "offsets", "start", "stops")
+
+    def __init__(self, records: ArrowRecords, start: int, end: int, limit: int) -> None:
+        sizes = records._tail_size_list
+        if sizes is None:
+            sizes = records._tail_size_list = records._tail_sizes.tolist()
+        counts = plan_batches(sizes, start, end, limit, 1)
+        stops = np.cumsum(counts) + start
+        rows = end - start
+        # Each record's offsetDelta: its index in its planned batch.
+        deltas = np.arange(rows, dtype=np.int64) - np.repeat(stops - start - counts, counts)
+        offset_deltas = encode_varints(deltas)
+        delta_sizes = np.diff(np.frombuffer(offset_deltas.buffers()[1], np.int64, rows + 1,
+                                            offset_deltas.offset * 8))
+        lengths = 2 + delta_sizes + records._tail_sizes[start:end]
+        joined = pc.binary_join_element_wise(encode_varints(lengths), _ZERO_DELTA, offset_deltas,
+                                             records._tails.slice(start, rows), _EMPTY)
+        self.start = start
+        self.end = end
+        self.limit = limit
+        self.stops = dict(zip((stops - counts).tolist(), stops.tolist(), strict=True))
+        self.offsets = np.frombuffer(joined.buffers()[1], np.int64, rows + 1, joined.offset * 8)
+        self.data = memoryview(joined.buffers()[2])
+

@@ -49,6 +49,7 @@ __all__ = [
     "Header",
     "RecordBatchBuilder",
     "encode_headers",
+    "plan_batches",
     "record_size",
     "with_producer_state",
 ]
@@ -536,6 +537,44 @@ class RecordBatchBuilder:
         self._uncompressed_size = len(self._buf)
         self._buf = bytearray()  # release the uncompressed copy
         return self._built
+
+
+def _zigzag_size(value: int) -> int:
+    """Bytes of the zigzag varint of ``value`` >= 0 (protocol guide "Varint")."""
+    z = value << 1
+    size = 1
+    while z >= 0x80:
+        z >>= 7
+        size += 1
+    return size
+
+
+def plan_batches(tail_sizes: list[int], start: int, end: int, limit: int, timestamp_delta_size: int) -> list[int]:
+    """Row counts of the uncompressed batches that records ``start`` .. ``end - 1`` fill, each
+    batch starting empty with ``limit`` as its batch_size_limit: the same choices
+    :meth:`RecordBatchBuilder.append_tails` makes record by record (the first record always
+    fits; a later one if the batch stays within ``limit``).  ``tail_sizes[i]``: record i's
+    bytes from keyLength on; every record's timestampDelta takes ``timestamp_delta_size``
+    bytes.  samsa.records.arrow_records encodes the planned records all at once from this."""
+    counts: list[int] = []
+    size = RECORD_BATCH_OVERHEAD
+    count = 0
+    fixed = 1 + timestamp_delta_size  # attributes + timestampDelta
+    i = start
+    while i < end:
+        n = fixed + (1 if count < 64 else _zigzag_size(count)) + tail_sizes[i]
+        length = 2 if 64 <= n < 8192 else 1 if n < 64 else _zigzag_size(n)
+        if count and size + n + length > limit:
+            counts.append(count)
+            size = RECORD_BATCH_OVERHEAD
+            count = 0
+            continue
+        size += n + length
+        count += 1
+        i += 1
+    if count:
+        counts.append(count)
+    return counts
 
 
 def with_producer_state(

@@ -76,6 +76,43 @@ def test_one_timestamp_for_all_rows_and_no_headers(pairs: list[Any], codec: Comp
     assert batches_by_arrow(rows, codec, 2000, 1.0) == batches_by_append(records, codec, 2000, 1.0)
 
 
+@settings(max_examples=100, deadline=None)
+@given(rs.records, st.sampled_from([64, 200, 1000, 16384]))
+def test_planned_batches_of_one_timestamp_equal_the_ones_append_builds(records: list[Any], limit: int) -> None:
+    """One timestamp for every row and no compression: rows are laid out in batches ahead
+    (plan_batches) and encoded whole; each batch must still be append's, byte for byte."""
+    records = [(rs.BASE_TS, k, v, h) for _t, k, v, h in records]
+    keys, values, headers = columns(records)
+    rows = ArrowRecords(keys, values, headers, rs.BASE_TS)
+    assert batches_by_arrow(rows, Compression.NONE, limit, 1.0) == batches_by_append(
+        records, Compression.NONE, limit, 1.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(rs.values, min_size=1, max_size=200), st.lists(st.sampled_from([150, 700, 5000]), min_size=1),
+       st.integers(0, 5))
+def test_batches_of_other_sizes_and_unplanned_starts_take_the_loop(values: list[Any], limits: list[int],
+                                                                   cut: int) -> None:
+    """A batch of another size than the plan's, or one starting at a row the plan did not
+    start a batch at (a first batch that ends early), is filled record by record: the batches
+    are append's for the same sizes."""
+    records = [(rs.BASE_TS, None, v, []) for v in values]
+    rows = ArrowRecords(None, as_binary(pa.array(values, pa.binary()), "value"), None, rs.BASE_TS)
+    got, want, i, b = [], [], 0, 0
+    while i < len(records):
+        limit = limits[b % len(limits)]
+        arrow, ref = (RecordBatchBuilder(Compression.NONE, batch_size_limit=limit) for _ in range(2))
+        end = min(len(records), i + cut) if b == 0 and cut else len(records)
+        j = rows.append_to(arrow, i, end)
+        for ts, key, value, headers in records[i:j]:
+            assert ref.append(ts, key, value, headers) is not None
+        assert j > i and (j == len(records) or j == end or ref.append(*records[j]) is None)
+        got.append(arrow.build())
+        want.append(ref.build())
+        i, b = j, b + 1
+    assert got == want
+
+
 def test_no_key_column_means_null_keys_and_strings_are_utf8() -> None:
     values = as_binary(pa.array(["é", "", None]), "value")
     rows = ArrowRecords(None, values, None, 5)

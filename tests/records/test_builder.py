@@ -5,6 +5,7 @@ pure-Python source, loaded under another name, as tests/broker/log/test_validato
 
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from types import ModuleType
 
 import pytest
@@ -22,7 +23,7 @@ from samsa.records import (
     with_producer_state,
 )
 from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
-from samsa.records.builder import encode_headers, record_size
+from samsa.records.builder import encode_headers, plan_batches, record_size
 from samsa.records.compression import compress
 from samsa.records.varint import SMALL_VARINT_LIMIT, encode_varint
 from tests.support.compiled_modules import both_builds, check_compiled_in_use
@@ -31,7 +32,7 @@ from .strategies import BASE_TS, codecs, records
 from .strategies import headers as header_lists
 
 # The names these tests call, taken from the implementation under test by the fixture below.
-_API = ("RecordBatchBuilder", "encode_headers", "record_size", "with_producer_state")
+_API = ("RecordBatchBuilder", "encode_headers", "plan_batches", "record_size", "with_producer_state")
 
 
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
@@ -264,6 +265,22 @@ def test_append_tails_matches_append_one_by_one(records: list, codec: Compressio
     assert stop == taken
     assert tailed.estimated_size == one.estimated_size
     assert tailed.build() == one.build()
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=records, limit=st.integers(min_value=62, max_value=20_000), start=st.integers(0, 5))
+def test_plan_batches_splits_as_append_tails_does(records: list, limit: int, start: int) -> None:
+    """send_arrow's planned layout: the batches, starting empty, that append_tails fills."""
+    tails, offsets = tails_of(records)
+    sizes = [b - a for a, b in pairwise(offsets)]
+    start = min(start, len(records))
+    counts, i = [], start
+    while i < len(records):
+        builder = RecordBatchBuilder(batch_size_limit=limit)
+        j = builder.append_tails(tails, offsets, i, len(records), BASE_TS)
+        counts.append(j - i)
+        i = j
+    assert plan_batches(sizes, start, len(records), limit, 1) == counts
 
 
 def test_append_many_without_keys_headers_or_timestamps() -> None:
