@@ -16,6 +16,7 @@ from samsa.protocol.apis import api_for
 from samsa.protocol.codec import MALFORMED, decode_struct, malformed, struct_codec
 from samsa.protocol.message import Message, make_class
 from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
+from samsa.protocol.produce_response import produce_response_decoder
 from samsa.protocol.schema import StructSchema, build_struct
 from samsa.protocol.types import (
     BYTES_LIKE,
@@ -271,8 +272,10 @@ def _response_decode_plan(api_key: int, api_version: int) -> tuple[int, StructSc
     api = api_for(api_key, api_version)
     flexible = api.is_flexible(api_version)
     schema = api.response_schema
-    plan = (response_header_version(api_key, api_version), schema,
-            struct_codec(schema, api_version, flexible)[1])
+    decode = struct_codec(schema, api_version, flexible)[1]
+    if api_key == ApiKey.PRODUCE:  # a producer reads one per request
+        decode = produce_response_decoder(api_version, decode)
+    plan = (response_header_version(api_key, api_version), schema, decode)
     _response_decode_plans[(api_key, api_version)] = plan
     return plan
 
