@@ -259,6 +259,35 @@ class _RecordRun:
         )
 
 
+# Below this many values an Arrow array costs more than it saves.
+_COLUMNAR_MIN_RECORDS = 256
+_arrow_missing = False
+
+
+def _columnar_run(values: Sequence[bytes | None], timestamp: int,
+                  callback: RecordCallback | None) -> tuple[RecordRun, int] | None:
+    """Keyless, headerless values of one timestamp as send_arrow's rows, and the largest
+    record's estimate_size_upper_bound; None without pyarrow (the arrow extra) or for values
+    Arrow does not take as binary."""
+    global _arrow_missing
+    if _arrow_missing:
+        return None
+    try:
+        import pyarrow as pa
+
+        from samsa.producer.arrow_batches import ArrowRun
+        from samsa.records.arrow_records import ArrowRecords
+    except ImportError:
+        _arrow_missing = True
+        return None
+    try:
+        column = pa.array(values, pa.large_binary())
+    except (pa.ArrowException, TypeError):
+        return None
+    records = ArrowRecords(None, column, None, timestamp)
+    return ArrowRun(records, 0, len(values), [], callback), int(records.bounds.max())
+
+
 class RecordRun(Protocol):
     """Records :meth:`RecordAccumulator._append` takes in runs: :class:`_OneRecord`,
     :class:`_RecordRun`, or send_arrow's ArrowRun (samsa.producer.arrow_batches)."""
@@ -618,6 +647,17 @@ class RecordAccumulator:
         )
         if result[1] or result[2]:
             wakeup()
+
+    def columnar_run(self, values: Sequence[bytes | None], timestamp: int,
+                     callback: RecordCallback | None) -> tuple[RecordRun, int] | None:
+        """send_many()'s keyless, headerless values of one timestamp as Arrow rows for
+        :meth:`append_run`, with the largest record's estimate_size_upper_bound: uncompressed,
+        such rows fill batches laid out ahead, a copy per batch rather than a loop per record
+        (samsa.records.arrow_records).  None where that does not pay (compression, few values)
+        or cannot be done (no pyarrow, values Arrow does not take as binary)."""
+        if self._compression != Compression.NONE or len(values) < _COLUMNAR_MIN_RECORDS:
+            return None
+        return _columnar_run(values, timestamp, callback)
 
     def append_run(
         self,

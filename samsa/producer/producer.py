@@ -396,16 +396,28 @@ class KafkaProducer:
         header_list: list[Any] | None = None
         if headers is not None and any(headers):
             header_list = [_normalize_headers(h) if h else None for h in headers]
-        self._check_sizes(key_list, value_list, header_list)
         stamps: int | list[int | None]
         if timestamps_ms is None or timestamps_ms.count(None) == n:
             stamps = self._time_ns() // 1_000_000
         else:
             stamps = list(timestamps_ms)
-        chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
         callback = None if on_error is None else _ErrorOnlyCallback(on_error)
         accumulator = self._accumulator
+        columnar = None
+        if (key_list is None and header_list is None and type(stamps) is int and self._partitioner is None
+                and (partitions is None or partitions.count(None) == n)):
+            # Values alone, all to the sticky partition: as Arrow rows where that pays.
+            columnar = accumulator.columnar_run(value_list, stamps, callback)
+        if columnar is None:
+            self._check_sizes(key_list, value_list, header_list)
+        elif columnar[1] > self._max_record_size:
+            self._record_too_large(columnar[1])
+        chosen = self._partitions_for_many(topic, partitions, key_list, value_list, view)
         self._appender.append(True)  # earlier send()s first
+        if columnar is not None:
+            accumulator.append_run(topic, UNKNOWN_PARTITION, columnar[0], n, remaining_ms, now, view,
+                                   self._wakeup_sender)
+            return n
         if chosen is None:  # all to the sticky partition
             accumulator.append_many(topic, UNKNOWN_PARTITION, stamps, key_list, value_list, header_list,
                                     remaining_ms, now, view, self._wakeup_sender, callback)

@@ -105,9 +105,10 @@ def test_headers_and_timestamps_are_kept(broker: Broker) -> None:
     assert got[1][3] >= before - 1000  # None: the time of sending
 
 
-def test_failed_batches_are_counted_and_reported(broker: Broker) -> None:
+@pytest.mark.parametrize("failing", [3, 300])  # 300: laid out as Arrow rows (accumulator._columnar_run)
+def test_failed_batches_are_counted_and_reported(broker: Broker, failing: int) -> None:
     errors: list[BaseException] = []
-    small, big = [b"ok"] * 10, [b"x" * 30_000] * 3  # over the broker's message.max.bytes
+    small, big = [b"ok"] * 10, [b"x" * 30_000] * failing  # over the broker's message.max.bytes
     with producer_for(broker, retries=0) as producer:
         assert producer.last_error() is None
         producer.send_many("fails", small)
@@ -116,8 +117,9 @@ def test_failed_batches_are_counted_and_reported(broker: Broker) -> None:
         metrics = producer.metrics()
         last = producer.last_error()
     assert metrics["record-send-total"] == 10
-    assert metrics["record-error-total"] == 3
-    assert last is not None and errors and all(e is not None for e in errors)
+    assert metrics["record-error-total"] == failing
+    # One call of on_error per failed batch: a batch each, as each record is over batch.size.
+    assert last is not None and len(errors) == failing and all(e is not None for e in errors)
 
 
 def test_bad_input_queues_nothing(broker: Broker) -> None:
