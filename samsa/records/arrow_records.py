@@ -5,8 +5,10 @@ A v2 record (Kafka's DefaultRecord, protocol guide "Record") is::
     length varint | attributes 0 | timestampDelta varlong | offsetDelta varint |
     keyLength varint | key | valueLength varint | value | headerCount varint | headers
 
-Everything from keyLength on depends on the row alone: :class:`ArrowRecords` builds it once
-per call for every row (the "tail", one ``binary_join_element_wise``).  The head depends on
+Everything from keyLength on depends on the row alone (the "tail"): :class:`ArrowRecords` keeps
+its parts (varints, keys, values, headers) and their sizes, and joins them
+(``binary_join_element_wise``, which runs without the GIL) only for the rows and the path that
+need them.  The head depends on
 the batch the row lands in (its base timestamp and record count), so :meth:`ArrowRecords.append_to`
 hands the tails to ``RecordBatchBuilder.append_tails``, whose compiled loop adds each row's head
 while the batch has room (Java's MemoryRecordsBuilder.hasRoomFor, also for compressed
@@ -113,6 +115,8 @@ def _lengths(column: pa.Array | None, n: int) -> np.ndarray:
     """Byte length per row, -1 for null (and for every row of an absent column)."""
     if column is None:
         return np.full(n, -1, np.int64)
+    if not column.null_count and pa.types.is_large_binary(column.type):
+        return np.diff(_offsets_of(column))
     return pc.fill_null(pc.binary_length(column), -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
@@ -162,6 +166,27 @@ def upper_bounds(keys: pa.Array | None, values: pa.Array, headers: pa.Array | No
     return bound
 
 
+def _non_null(column: pa.Array) -> pa.Array:
+    """``column`` with nulls as empty items (their length says null): a join emits null rows."""
+    return pc.fill_null(column, _EMPTY) if column.null_count else column
+
+
+def _offsets_of(column: pa.Array) -> np.ndarray:
+    """The n + 1 offsets of a large_binary array."""
+    return np.frombuffer(column.buffers()[1], np.int64, len(column) + 1, column.offset * 8)
+
+
+def _item_sizes(part: pa.Array | pa.Scalar, n: int) -> np.ndarray | int:
+    """Bytes of each row's item of a join part (an array, or a scalar for every row)."""
+    if isinstance(part, pa.Scalar):
+        return len(part.as_py())
+    return np.diff(_offsets_of(part))
+
+
+def _sliced(parts: list[Any], start: int, stop: int) -> list[Any]:
+    return [part if isinstance(part, pa.Scalar) else part.slice(start, stop - start) for part in parts]
+
+
 class ArrowRecords:
     """Rows of key/value/headers columns and their timestamps, ready to go into batches.
 
@@ -170,8 +195,9 @@ class ArrowRecords:
     an int64 array.  Rows are appended in order by :meth:`append_to`.
     """
 
-    __slots__ = ("_plan", "_stamp_list", "_stamps", "_tail_bytes", "_tail_offset_array", "_tail_offsets", "_tail_size_list",
-                 "_tail_sizes", "_tails", "bounds", "constant_timestamp", "key_sizes", "value_sizes")
+    __slots__ = ("_parts", "_plan", "_stamp_list", "_stamps", "_tail_bytes", "_tail_offset_array",
+                 "_tail_offsets", "_tail_size_list", "_tail_sizes", "bounds", "constant_timestamp", "key_sizes",
+                 "value_sizes")
 
     def __init__(self, keys: pa.Array | None, values: pa.Array, headers: pa.Array | None,
                  timestamps_ms: int | np.ndarray) -> None:
@@ -187,11 +213,17 @@ class ArrowRecords:
         else:
             header_bytes = _ZERO
         self.bounds = bound
-        key_part = (_NULL, _EMPTY) if keys is None else (encode_varints(klen), pc.fill_null(keys, _EMPTY))
-        self._tails = tails = pc.binary_join_element_wise(
-            *key_part, encode_varints(vlen), pc.fill_null(values, _EMPTY), header_bytes, _EMPTY)
-        self._tail_offset_array = offsets = np.frombuffer(tails.buffers()[1], np.int64, n + 1, tails.offset * 8)
-        self._tail_sizes = np.diff(offsets)
+        # Each row's tail is the join of these parts (arrays, or scalars alike for every row);
+        # it is joined only where needed: whole for the record loop, with the heads for a plan.
+        parts: list[Any] = [_NULL, _EMPTY] if keys is None else [encode_varints(klen), _non_null(keys)]
+        parts += [encode_varints(vlen), _non_null(values), header_bytes]
+        self._parts = parts
+        sizes = np.zeros(n, np.int64)
+        for part in parts:
+            sizes += _item_sizes(part, n)
+        self._tail_sizes = sizes
+        self._tail_offset_array = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=self._tail_offset_array[1:])
         self._tail_bytes: bytes | None = None
         self._tail_offsets: list[int] = []
         self._tail_size_list: list[int] | None = None
@@ -232,18 +264,21 @@ class ArrowRecords:
                                stop - start, ts, ts)
         return stop
 
+    def tails(self, start: int, stop: int) -> pa.Array:
+        """The tails of rows ``start`` .. ``stop - 1`` (large_binary)."""
+        return pc.binary_join_element_wise(*_sliced(self._parts, start, stop), _EMPTY)
+
     def _append_window(self, builder: RecordBatchBuilder, start: int, end: int, stamp: int) -> int:
         """append_tails over a window of rows: those whose tails take at most the rest of the
         uncompressed batch's limit, and one more (the loop stops at it)."""
         offsets = self._tail_offset_array
-        data = self._tails.buffers()[2]
         while start < end:
             first = int(offsets[start])
             room = builder.batch_size_limit - builder.estimated_size
             stop = min(end, int(np.searchsorted(offsets, first + max(room, 0), "right")) + 1)
-            window = data.slice(first, int(offsets[stop]) - first).to_pybytes()
-            taken = builder.append_tails(window, (offsets[start:stop + 1] - first).tolist(), 0, stop - start,
-                                         stamp)
+            window = self.tails(start, stop)
+            taken = builder.append_tails(window.buffers()[2].to_pybytes(), _offsets_of(window).tolist(), 0,
+                                         stop - start, stamp)
             start += taken
             if start < stop:
                 break
@@ -268,10 +303,9 @@ class ArrowRecords:
             # the rows that could fit it for the loop.
             return self._append_window(builder, start, end, self.constant_timestamp)
         if self._tail_bytes is None:  # once per call: the loop reads bytes and lists
-            tails = self._tails
+            tails = self.tails(0, len(self))
             self._tail_bytes = tails.buffers()[2].to_pybytes() if len(tails) else b""
-            self._tail_offsets = np.frombuffer(tails.buffers()[1], np.int64, len(tails) + 1,
-                                               tails.offset * 8).tolist()
+            self._tail_offsets = _offsets_of(tails).tolist()
         stamps: int | list[int]
         if self._stamps is None:
             assert self.constant_timestamp is not None
@@ -304,11 +338,11 @@ class _Plan:
                                             offset_deltas.offset * 8))
         lengths = 2 + delta_sizes + records._tail_sizes[start:end]
         joined = pc.binary_join_element_wise(encode_varints(lengths), _ZERO_DELTA, offset_deltas,
-                                             records._tails.slice(start, rows), _EMPTY)
+                                             *_sliced(records._parts, start, end), _EMPTY)
         self.start = start
         self.end = end
         self.limit = limit
         self.stops = dict(zip((stops - counts).tolist(), stops.tolist(), strict=True))
-        self.offsets = np.frombuffer(joined.buffers()[1], np.int64, rows + 1, joined.offset * 8)
+        self.offsets = _offsets_of(joined)
         self.data = memoryview(joined.buffers()[2])
 
