@@ -7,7 +7,7 @@ The architecture of Kafka's Java ``RecordAccumulator`` (Kafka 4.x behaviour):
   case, ``_append``'s first step inlined (the last batch taking the record).  Per topic a
   dict partition -> deque
   of :class:`~samsa.producer.batch.ProducerBatch`, each deque with its own lock.  Try the
-  deque's last batch under the lock; if it is full, allocate memory from the
+  deque's last batch under the lock; if it is full, reserve memory from the
   :class:`~samsa.producer.buffer_pool.BufferPool` *outside* the lock (this may block up to
   max.block.ms), then re-lock and retry the last batch before creating a new one, so that
   concurrent appenders do not leave half-empty batches behind.  Records without a partition
@@ -709,7 +709,7 @@ class RecordAccumulator:
         i = 0
         in_progress = self._appends_in_progress
         in_progress.append(None)
-        buffer: bytearray | None = None
+        reserved = 0  # buffer.memory taken for a new batch, not yet the batch's
         try:
             while True:
                 sticky: StickyPartitionInfo | None
@@ -753,10 +753,11 @@ class RecordAccumulator:
                 if abort_on_new_batch:
                     return _new_result((None, False, False, True, 0, effective))
 
-                if buffer is None:
+                if not reserved:
                     size = max(self._batch_size, records.upper_bound(i))
                     # May block for max.block.ms; no deque lock is held here.
-                    buffer = self._free.allocate(size, max(0, deadline - self._clock.milliseconds()))
+                    self._free.reserve(size, max(0, deadline - self._clock.milliseconds()))
+                    reserved = size
                     now_ms = self._clock.milliseconds()
 
                 with dq.lock:
@@ -771,18 +772,17 @@ class RecordAccumulator:
                         RecordBatchBuilder(
                             compression=self._compression,
                             compression_level=self._compression_level,
-                            batch_size_limit=len(buffer),
+                            batch_size_limit=reserved,
                             estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
                         ),
                         now_ms,
-                        buffer=buffer,
-                        initial_capacity=len(buffer),
+                        initial_capacity=reserved,
                     )
                     start = i
                     i = records.into(batch, i, end, now_ms)
                     if i == start:  # the records builder always takes a first record
                         raise IllegalStateError(f"a new batch for {topic}-{effective} refused its first record")
-                    buffer = None  # owned by the batch now
+                    reserved = 0  # the batch's now, given back by deallocate()
                     dq.append(batch)
                     self._incomplete.add(batch)
                     if self._txn_tm is not None:
@@ -797,8 +797,8 @@ class RecordAccumulator:
                                             batch.size, effective))
                 wakeup()
         finally:
-            if buffer is not None:
-                self._free.deallocate(buffer)
+            if reserved:
+                self._free.deallocate(None, reserved)
             in_progress.pop()
 
 

@@ -1,7 +1,9 @@
 """BufferPool: the producer's bounded batch memory (``buffer.memory``), as Kafka's Java BufferPool.
 
 ``allocate(size, max_time_ms)`` hands out a ``bytearray`` of ``size`` bytes and counts it
-against ``total_memory``; ``deallocate(buffer, size)`` gives the memory back.  Buffers of
+against ``total_memory``; ``reserve(size, max_time_ms)`` only counts (the producer's batches
+build their bytes in bytearrays of their own); ``deallocate(buffer, size)`` gives the memory
+back.  Buffers of
 exactly ``poolable_size`` (batch.size) are kept on a free list and reused; other sizes are
 just counted and left to the garbage collector.
 
@@ -78,6 +80,20 @@ class BufferPool:
 
     def allocate(self, size: int, max_time_ms: float) -> bytearray:
         """A buffer of ``size`` bytes, blocking up to ``max_time_ms`` while memory is exhausted."""
+        buffer = self._take(size, max_time_ms, True)
+        return bytearray(size) if buffer is None else buffer
+
+    def reserve(self, size: int, max_time_ms: float) -> None:
+        """Count ``size`` bytes against ``total_memory`` without handing out a buffer, blocking
+        as :meth:`allocate` does; give them back with ``deallocate(None, size)``.  For callers
+        that keep their bytes elsewhere: the accumulator's batch builders grow bytearrays of
+        their own, so a zeroed buffer per batch would be memory touched for nothing (the first
+        buffer.memory of batches each took fresh pages)."""
+        self._take(size, max_time_ms, False)
+
+    def _take(self, size: int, max_time_ms: float, pooled: bool) -> bytearray | None:
+        """Take ``size`` bytes: a pooled buffer if ``pooled`` and one is free, else None (the
+        memory counted as handed out)."""
         if size > self.total_memory:
             raise ValueError(
                 f"cannot allocate {size} bytes: buffer.memory={self.total_memory} is the hard limit "
@@ -88,7 +104,7 @@ class BufferPool:
             if self._closed:
                 raise ProducerClosedError("Producer closed while allocating memory")
             try:
-                if size == self.poolable_size and self._free:
+                if pooled and size == self.poolable_size and self._free:
                     return self._free.popleft()
                 if (
                     self._non_pooled_available + len(self._free) * self.poolable_size
@@ -97,16 +113,14 @@ class BufferPool:
                     self._free_up(size)
                     self._non_pooled_available -= size
                 else:
-                    buffer = self._wait_for_memory(size, max_time_ms)
+                    buffer = self._wait_for_memory(size, max_time_ms, pooled)
             finally:
                 # Leftover memory: let the next waiter try.
                 if (self._non_pooled_available > 0 or self._free) and self._waiters:
                     self._waiters[0].notify()
-        if buffer is not None:
-            return buffer
-        return bytearray(size)
+        return buffer
 
-    def _wait_for_memory(self, size: int, max_time_ms: float) -> bytearray | None:
+    def _wait_for_memory(self, size: int, max_time_ms: float, pooled: bool) -> bytearray | None:
         """Called with the lock held: queue up and gather ``size`` bytes (or a pooled buffer)."""
         more_memory = threading.Condition(self._lock)
         self._waiters.append(more_memory)
@@ -124,7 +138,7 @@ class BufferPool:
                     raise BufferExhaustedError(
                         size, max_time_ms, self.total_memory, self._available_locked()
                     )
-                if accumulated == 0 and size == self.poolable_size and self._free:
+                if pooled and accumulated == 0 and size == self.poolable_size and self._free:
                     buffer = self._free.popleft()
                     accumulated = size
                 else:

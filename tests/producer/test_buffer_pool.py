@@ -43,6 +43,28 @@ def test_free_list_is_released_for_other_sizes() -> None:
     assert pool.available_memory() == 50
 
 
+def test_reserve_counts_memory_without_a_buffer() -> None:
+    pool = BufferPool(300, 100)
+    pooled = pool.allocate(100, 0)
+    pool.deallocate(pooled)
+    assert pool.free_buffers() == 1
+    assert pool.reserve(100, 0) is None  # takes memory, not the free buffer
+    assert pool.free_buffers() == 1 and pool.available_memory() == 200
+    pool.reserve(200, 0)  # the free buffer's memory is released to make room
+    assert pool.free_buffers() == 0 and pool.available_memory() == 0
+    with pytest.raises(BufferExhaustedError):
+        pool.reserve(1, 0)
+    waiter = threading.Thread(target=pool.reserve, args=(150, 10_000))
+    waiter.start()
+    wait_until(lambda: pool.queued() == 1)
+    pool.deallocate(None, 100)
+    pool.deallocate(None, 100)
+    waiter.join(10)
+    assert not waiter.is_alive() and pool.available_memory() == 50
+    with pytest.raises(ValueError, match="buffer.memory=300"):
+        pool.reserve(301, 0)
+
+
 def test_larger_than_total_is_refused() -> None:
     with pytest.raises(ValueError, match="buffer.memory=100"):
         BufferPool(100, 10).allocate(101, 0)
