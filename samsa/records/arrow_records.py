@@ -291,7 +291,7 @@ class ArrowRecords:
         timestamp and offset deltas -- to its encoded tail, checking room as append() does."""
         if start >= end:
             return start
-        if self.constant_timestamp is not None and builder.compression == Compression.NONE:
+        if self.constant_timestamp is not None and builder.compression is Compression.NONE:
             if not builder.record_count:
                 stop = self._append_planned(builder, start, end)
                 plan = self._plan

@@ -155,7 +155,9 @@ class RecordBatchBuilder:
     ) -> None:
         # A builder per batch: skip the enum lookups (a Python-level call each) for members.
         self.compression = compression if type(compression) is Compression else Compression(compression)
-        self.compression_level = validate_level(self.compression, compression_level)
+        # Uncompressed batches (most of them) have no level to check.
+        self.compression_level = (None if compression_level is None and self.compression is Compression.NONE
+                                  else validate_level(self.compression, compression_level))
         self.timestamp_type = (timestamp_type if type(timestamp_type) is TimestampType
                                else TimestampType(timestamp_type))
         if self.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
