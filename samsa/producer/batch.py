@@ -360,7 +360,20 @@ class ProducerBatch:
         return self.final_state is not None
 
     def complete(self, base_offset: int, log_append_time: int = NO_TIMESTAMP) -> bool:
-        return self.done(base_offset, log_append_time, None)
+        """Succeed the batch: ``done()`` without an error, inlined (the Sender's per-batch path)."""
+        with _STATE_LOCK:
+            first = self.final_state is None
+            if first:
+                self.final_state = FinalState.SUCCEEDED
+        if not first:
+            return self.done(base_offset, log_append_time, None)  # raises or logs, as done() does
+        if self.thunks:
+            self._complete_and_fire_callbacks(base_offset, log_append_time, None, None)
+        else:
+            result = self.result
+            result.set(base_offset, log_append_time, None, None)
+            result.mark_done()
+        return True
 
     def complete_exceptionally(
         self,

@@ -444,36 +444,59 @@ class Sender(threading.Thread):
             return
         seen: set[tuple[str, int]] = set()
         by_tp: Mapping[Any, ProducerBatch] = batches  # looked up by plain (topic, partition)
-        for topic_response in body.responses:
-            topic = topic_response.name
-            for part in topic_response.partition_responses:
-                key = (topic, part.index)  # finds the TopicPartition key (equal hash and ==)
-                found = by_tp.get(key)
-                if found is None:
-                    log.warning("Produce response from node %s names %s, which was not in the request", node,
-                                TopicPartition(*key))
-                    continue
-                batch = found
-                seen.add(key)
-                if not part.error_code:
-                    self._complete_batch(batch, None, part.base_offset, part.log_append_time_ms, None, now)
-                    continue
-                tp = batch.topic_partition
-                cls = for_code(part.error_code)
-                message = part.error_message
-                err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
-                record_errors: dict[int, BaseException] | None = None
-                if part.record_errors:
-                    record_errors = {
-                        e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
-                        for e in part.record_errors
-                    }
-                self._complete_batch(batch, err, part.base_offset, part.log_append_time_ms, record_errors, now)
+        accumulator = self.accumulator
+        tm = self.transaction_manager
+        succeeded = 0  # records, counted in the metrics once per response
+        try:
+            for topic_response in body.responses:
+                topic = topic_response.name
+                for part in topic_response.partition_responses:
+                    key = (topic, part.index)  # finds the TopicPartition key (equal hash and ==)
+                    found = by_tp.get(key)
+                    if found is None:
+                        log.warning("Produce response from node %s names %s, which was not in the request",
+                                    node, TopicPartition(*key))
+                        continue
+                    batch = found
+                    seen.add(key)
+                    if not part.error_code:
+                        # _complete_batch and _succeed_batch for a success, inline: every batch
+                        # of every request comes this way.
+                        self._remove_in_flight(batch)
+                        try:
+                            if batch.complete(part.base_offset, part.log_append_time_ms):
+                                succeeded += batch.record_count
+                                if tm is not None:
+                                    tm.handle_completed_batch(batch)
+                                accumulator.deallocate(batch)
+                        finally:
+                            if self.guarantee_message_order:
+                                accumulator.unmute_partition(batch.topic_partition)
+                        continue
+                    self._complete_failed_partition(batch, part, now)
+        finally:
+            if succeeded:
+                self.metrics.record_success(succeeded)
         if len(seen) < len(batches):
             for tp, batch in batches.items():
                 if tp not in seen:
                     self._complete_batch(batch, NetworkError(
                         f"node {node} answered a produce request without a result for {tp}"), -1, -1, None, now)
+
+    def _complete_failed_partition(self, batch: ProducerBatch, part: Any, now: int) -> None:
+        """A partition's error in a ProduceResponse: the error (per record too, KIP-467) to
+        _complete_batch."""
+        tp = batch.topic_partition
+        cls = for_code(part.error_code)
+        message = part.error_message
+        err = cls(f"{message} ({tp})" if message else f"{cls.message} ({tp})")
+        record_errors: dict[int, BaseException] | None = None
+        if part.record_errors:
+            record_errors = {
+                e.batch_index: cls(e.batch_index_error_message or f"{cls.message} ({tp})")
+                for e in part.record_errors
+            }
+        self._complete_batch(batch, err, part.base_offset, part.log_append_time_ms, record_errors, now)
 
     def _complete_batch(
         self,
