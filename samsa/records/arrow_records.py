@@ -196,7 +196,7 @@ class ArrowRecords:
     """
 
     __slots__ = ("_parts", "_plan", "_stamp_list", "_stamps", "_tail_bytes", "_tail_offset_array",
-                 "_tail_offsets", "_tail_size_list", "_tail_sizes", "bounds", "constant_timestamp", "key_sizes",
+                 "_tail_offsets", "_tail_sizes", "bounds", "constant_timestamp", "key_sizes",
                  "value_sizes")
 
     def __init__(self, keys: pa.Array | None, values: pa.Array, headers: pa.Array | None,
@@ -226,7 +226,6 @@ class ArrowRecords:
         np.cumsum(sizes, out=self._tail_offset_array[1:])
         self._tail_bytes: bytes | None = None
         self._tail_offsets: list[int] = []
-        self._tail_size_list: list[int] | None = None
         self._plan: _Plan | None = None
         self._stamp_list: list[int] | None = None
         if isinstance(timestamps_ms, (int, np.integer)):
@@ -325,10 +324,8 @@ class _Plan:
     __slots__ = ("data", "end", "limit", "offsets", "start", "stops")
 
     def __init__(self, records: ArrowRecords, start: int, end: int, limit: int) -> None:
-        sizes = records._tail_size_list
-        if sizes is None:
-            sizes = records._tail_size_list = records._tail_sizes.tolist()
-        counts = plan_batches(sizes, start, end, limit, 1)
+        # A list for the compiled loop, of these rows only (plans of a call do not overlap).
+        counts = plan_batches(records._tail_sizes[start:end].tolist(), 0, end - start, limit, 1)
         stops = np.cumsum(counts) + start
         rows = end - start
         # Each record's offsetDelta: its index in its planned batch.
