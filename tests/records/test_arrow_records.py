@@ -138,6 +138,17 @@ def test_offset_deltas_past_the_table_and_long_rows() -> None:
         records, Compression.NONE, 2**21, 1.0)
 
 
+def test_many_planned_batches_of_varied_rows() -> None:
+    """Thousands of rows of varied sizes, planned in small and large batches: still append's."""
+    rng = np.random.default_rng(7)
+    values = [b"v" * int(size) for size in rng.integers(0, 300, 9000)]
+    records = [(rs.BASE_TS, None, v, []) for v in values]
+    for limit in (900, 16384):
+        rows = ArrowRecords(None, as_binary(pa.array(values, pa.binary()), "value"), None, rs.BASE_TS)
+        assert batches_by_arrow(rows, Compression.NONE, limit, 1.0) == batches_by_append(
+            records, Compression.NONE, limit, 1.0)
+
+
 def test_bad_columns_say_what_to_give() -> None:
     with pytest.raises(TypeError, match="binary or string"):
         as_binary(pa.array([1, 2]), "value")
