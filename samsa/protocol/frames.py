@@ -16,6 +16,7 @@ from samsa.protocol.apis import api_for
 from samsa.protocol.codec import MALFORMED, decode_struct, malformed, struct_codec
 from samsa.protocol.message import Message, make_class
 from samsa.protocol.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
+from samsa.protocol.produce_request import produce_request_buffers
 from samsa.protocol.produce_response import produce_response_decoder
 from samsa.protocol.schema import StructSchema, build_struct
 from samsa.protocol.types import (
@@ -55,6 +56,7 @@ def _with_size_prefix(buf: ExternalChunks) -> list[Any]:
 
 
 _pack_size = INT32.pack_into
+_PRODUCE_REQUEST = api_for(ApiKey.PRODUCE).request_class
 
 
 def encode_request(request: Message, api_version: int, correlation_id: int,
@@ -71,6 +73,10 @@ def encode_request_buffers(request: Message, api_version: int, correlation_id: i
                            client_id: str | None) -> list[Any]:
     """The frame of ``encode_request`` as a list of bytes-like buffers for a gather write:
     records values of GATHER_MIN bytes or more are the caller's objects, not copies."""
+    if type(request) is _PRODUCE_REQUEST:  # a producer sends one per batch of batches
+        buffers = produce_request_buffers(request, api_version, correlation_id, client_id)
+        if buffers is not None:
+            return buffers
     buf = _encode_request(GatherChunks, request, api_version, correlation_id, client_id)
     if not buf.externals:
         _pack_size(buf, 0, len(buf) - 4)
