@@ -103,6 +103,12 @@ def as_binary(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
     t = column.type
     if pa.types.is_large_binary(t):
         return column
+    if (pa.types.is_binary(t) or pa.types.is_string(t)) and len(column) and column.buffers()[2] is not None:
+        # The same bytes with 64-bit offsets: a cast would copy every value.
+        n = len(column)
+        validity, offsets, data = column.buffers()
+        wide = np.frombuffer(offsets, np.int32, column.offset + n + 1).astype(np.int64)
+        return pa.Array.from_buffers(_LB, n, [validity, pa.py_buffer(wide), data], column.null_count, column.offset)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t) or pa.types.is_null(t):
         return column.cast(pa.large_string()).view(_LB)
     if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):

@@ -121,6 +121,21 @@ def test_no_key_column_means_null_keys_and_strings_are_utf8() -> None:
                                     Compression.NONE, 16384, 1.0)
 
 
+@given(st.lists(st.none() | st.binary(max_size=20), max_size=30), st.integers(0, 5), st.integers(0, 30),
+       st.booleans())
+def test_as_binary_widens_offsets_of_slices_with_nulls(items: list[Any], lo: int, size: int, text: bool) -> None:
+    """binary and string columns keep their bytes; only the offsets widen (sliced, nulls)."""
+    if text:
+        column = pa.array([None if b is None else b.hex() for b in items], pa.string())
+    else:
+        column = pa.array(items, pa.binary())
+    column = column.slice(min(lo, len(column)), size)
+    got = as_binary(column, "value")
+    assert got.type == pa.large_binary()
+    want = column.cast(pa.large_string()).view(pa.large_binary()) if text else column.cast(pa.large_binary())
+    assert got.to_pylist() == want.to_pylist() and got.null_count == want.null_count
+
+
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
 def test_varints_are_the_scalar_encoder_s(values: list[int]) -> None:
     got = encode_varints(np.array(values, np.int64)).to_pylist()
