@@ -221,7 +221,7 @@ class ArrowRecords:
         self.bounds = bound
         # Each row's tail is the join of these parts (arrays, or scalars alike for every row);
         # it is joined only where needed: whole for the record loop, with the heads for a plan.
-        parts: list[Any] = [_NULL, _EMPTY] if keys is None else [encode_varints(klen), _non_null(keys)]
+        parts: list[Any] = [_NULL] if keys is None else [encode_varints(klen), _non_null(keys)]
         parts += [encode_varints(vlen), _non_null(values), header_bytes]
         self._parts = parts
         sizes = np.zeros(n, np.int64)
