@@ -38,10 +38,9 @@ _LB = pa.large_binary()
 _EMPTY = pa.scalar(b"", _LB)
 _ZERO = pa.scalar(b"\x00", _LB)  # attributes; also headerCount 0
 _NULL = pa.scalar(b"\x01", _LB)  # varint -1: null key / value
-_ZERO_DELTA = pa.scalar(b"\x00\x00", _LB)  # attributes 0, timestampDelta 0
 # Zig-zag values below this are looked up (a take) rather than encoded.
 _TABLE_LIMIT = 1 << 15
-_tables: dict[str, pa.Array] = {}
+_tables: dict[tuple[bytes, bytes], pa.Array] = {}
 
 
 def _zigzag(values: np.ndarray) -> np.ndarray:
@@ -81,18 +80,25 @@ def _leb128(z: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(_LB, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _table(name: str) -> pa.Array:
-    table = _tables.get(name)
-    if table is None:  # "leb128": entry z is the LEB128 of z
-        table = _tables[name] = _leb128(np.arange(_TABLE_LIMIT, dtype=np.uint64))
+def _table(prefix: bytes = b"", suffix: bytes = b"") -> pa.Array:
+    """Entry z: ``prefix`` + the LEB128 of z + ``suffix``."""
+    table = _tables.get((prefix, suffix))
+    if table is None:
+        table = _leb128(np.arange(_TABLE_LIMIT, dtype=np.uint64))
+        if prefix or suffix:
+            table = pc.binary_join_element_wise(pa.scalar(prefix, _LB), table, pa.scalar(suffix, _LB), _EMPTY)
+        _tables[(prefix, suffix)] = table
     return table
 
 
-def encode_varints(values: np.ndarray) -> pa.Array:
-    """Zig-zag varints (protocol guide "Varint") of int64 ``values``, one large_binary item each."""
+def encode_varints(values: np.ndarray, prefix: bytes = b"", suffix: bytes = b"") -> pa.Array:
+    """Zig-zag varints (protocol guide "Varint") of int64 ``values``, one large_binary item
+    each, between ``prefix`` and ``suffix`` (one Arrow join input fewer where they are used)."""
     z = _zigzag(values)
     if len(z) and int(z.max()) < _TABLE_LIMIT:
-        return _table("leb128").take(z)
+        return _table(prefix, suffix).take(z)
+    if prefix or suffix:
+        return pc.binary_join_element_wise(pa.scalar(prefix, _LB), _leb128(z), pa.scalar(suffix, _LB), _EMPTY)
     return _leb128(z)
 
 
@@ -336,12 +342,13 @@ class _Plan:
         rows = end - start
         # Each record's offsetDelta: its index in its planned batch.
         deltas = np.arange(rows, dtype=np.int64) - np.repeat(stops - start - counts, counts)
-        offset_deltas = encode_varints(deltas)
-        delta_sizes = np.diff(np.frombuffer(offset_deltas.buffers()[1], np.int64, rows + 1,
-                                            offset_deltas.offset * 8))
-        lengths = 2 + delta_sizes + records._tail_sizes[start:end]
-        joined = pc.binary_join_element_wise(encode_varints(lengths), _ZERO_DELTA, offset_deltas,
-                                             *_sliced(records._parts, start, end), _EMPTY)
+        # attributes 0, timestampDelta 0, offsetDelta, and a null key's marker where it follows.
+        parts = records._parts
+        marker = b"\x01" if parts[0] is _NULL else b""
+        middle = encode_varints(deltas, b"\x00\x00", marker)
+        lengths = np.diff(_offsets_of(middle)) + records._tail_sizes[start:end] - len(marker)
+        joined = pc.binary_join_element_wise(encode_varints(lengths), middle,
+                                             *_sliced(parts[1:] if marker else parts, start, end), _EMPTY)
         self.start = start
         self.end = end
         self.limit = limit

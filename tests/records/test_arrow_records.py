@@ -140,6 +140,8 @@ def test_as_binary_widens_offsets_of_slices_with_nulls(items: list[Any], lo: int
 def test_varints_are_the_scalar_encoder_s(values: list[int]) -> None:
     got = encode_varints(np.array(values, np.int64)).to_pylist()
     assert got == [encode_varlong(v) for v in values]
+    framed = encode_varints(np.array(values, np.int64), b"\x00\x00", b"\x01").to_pylist()
+    assert framed == [b"\x00\x00" + encode_varlong(v) + b"\x01" for v in values]
     small = [v for v in values if -(2**31) <= v < 2**31]
     assert encode_varints(np.array(small, np.int64)).to_pylist() == [encode_varint(v) for v in small]
 
