@@ -67,7 +67,7 @@ from samsa.producer.partitioner import (
     StickyPartitionInfo,
 )
 from samsa.records.batch_header import NO_SEQUENCE, Compression
-from samsa.records.builder import Header, RecordBatchBuilder
+from samsa.records.builder import Header, producer_batch_builder
 
 __all__ = [
     "MAX_DELAY_MS",
@@ -772,12 +772,8 @@ class RecordAccumulator:
                         continue  # another thread opened a batch meanwhile; fill that one first
                     batch = ProducerBatch(
                         TopicPartition(topic, effective),
-                        RecordBatchBuilder(
-                            compression=self._compression,
-                            compression_level=self._compression_level,
-                            batch_size_limit=reserved,
-                            estimated_compression_ratio=self._estimator.estimation(topic, self._compression),
-                        ),
+                        producer_batch_builder(self._compression, self._compression_level, reserved,
+                                               self._estimator.estimation(topic, self._compression)),
                         now_ms,
                         initial_capacity=reserved,
                     )

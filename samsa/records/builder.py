@@ -50,6 +50,7 @@ __all__ = [
     "RecordBatchBuilder",
     "encode_headers",
     "plan_batches",
+    "producer_batch_builder",
     "record_size",
     "with_producer_state",
 ]
@@ -539,6 +540,16 @@ class RecordBatchBuilder:
         self._uncompressed_size = len(self._buf)
         self._buf = bytearray()  # release the uncompressed copy
         return self._built
+
+
+def producer_batch_builder(compression: Compression, compression_level: int | None, batch_size_limit: int,
+                           estimated_compression_ratio: float) -> RecordBatchBuilder:
+    """A builder for one of the producer's batches (the accumulator opens one per batch): the
+    same as the constructor with these keywords, without the compiled class's slow keyword
+    parsing (~1.3 -> ~0.5 us a builder)."""
+    return RecordBatchBuilder(compression, compression_level, TimestampType.CREATE_TIME, NO_PRODUCER_ID,
+                              NO_PRODUCER_EPOCH, NO_SEQUENCE, False, NO_PARTITION_LEADER_EPOCH, batch_size_limit,
+                              0, None, estimated_compression_ratio)
 
 
 def _zigzag_size(value: int) -> int:

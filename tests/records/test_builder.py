@@ -23,7 +23,7 @@ from samsa.records import (
     with_producer_state,
 )
 from samsa.records.batch_header import RECORD_BATCH_OVERHEAD
-from samsa.records.builder import encode_headers, plan_batches, record_size
+from samsa.records.builder import encode_headers, plan_batches, producer_batch_builder, record_size
 from samsa.records.compression import compress
 from samsa.records.varint import SMALL_VARINT_LIMIT, encode_varint
 from tests.support.compiled_modules import both_builds, check_compiled_in_use
@@ -32,7 +32,8 @@ from .strategies import BASE_TS, codecs, records
 from .strategies import headers as header_lists
 
 # The names these tests call, taken from the implementation under test by the fixture below.
-_API = ("RecordBatchBuilder", "encode_headers", "plan_batches", "record_size", "with_producer_state")
+_API = ("RecordBatchBuilder", "encode_headers", "plan_batches", "producer_batch_builder", "record_size",
+        "with_producer_state")
 
 
 @pytest.fixture(scope="module", autouse=True, params=["installed", "source"])
@@ -281,6 +282,20 @@ def test_plan_batches_splits_as_append_tails_does(records: list, limit: int, sta
         counts.append(j - i)
         i = j
     assert plan_batches(sizes, start, len(records), limit, 1) == counts
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+def test_producer_batch_builder_is_the_keyword_constructor(codec: Compression) -> None:
+    level = None if codec in (Compression.NONE, Compression.SNAPPY) else 3
+    made = producer_batch_builder(codec, level, 5000, 0.5)
+    keyword = RecordBatchBuilder(compression=codec, compression_level=level, batch_size_limit=5000,
+                                 estimated_compression_ratio=0.5)
+    for b in (made, keyword):
+        b.append(BASE_TS, b"k", b"v" * 3000, [("h", b"x")])
+    assert (made.compression, made.compression_level, made.batch_size_limit, made.estimated_size,
+            made.timestamp_type) == (keyword.compression, keyword.compression_level, keyword.batch_size_limit,
+                                     keyword.estimated_size, keyword.timestamp_type)
+    assert made.build() == keyword.build()
 
 
 def test_append_many_without_keys_headers_or_timestamps() -> None:
