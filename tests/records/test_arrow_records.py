@@ -166,6 +166,18 @@ def test_many_planned_batches_of_varied_rows() -> None:
             records, Compression.NONE, limit, 1.0)
 
 
+@pytest.mark.parametrize("value", [None, b"", b"x", b"x" * 63, b"x" * 64, b"x" * 200, b"x" * 9000])
+@pytest.mark.parametrize("limit", [100, 1000, 16384])
+def test_keyless_headerless_values_of_one_length(value: bytes | None, limit: int) -> None:
+    """The heads of such rows come from a table of offsetDeltas (one value length): still
+    append's batches, nulls, empty values and multi-byte length varints included."""
+    n = 3000
+    records = [(rs.BASE_TS, None, value, [])] * n
+    rows = ArrowRecords(None, as_binary(pa.array([value] * n, pa.binary()), "value"), None, rs.BASE_TS)
+    assert batches_by_arrow(rows, Compression.NONE, limit, 1.0) == batches_by_append(
+        records, Compression.NONE, limit, 1.0)
+
+
 def test_bad_columns_say_what_to_give() -> None:
     with pytest.raises(TypeError, match="binary or string"):
         as_binary(pa.array([1, 2]), "value")
