@@ -264,7 +264,7 @@ _COLUMNAR_MIN_RECORDS = 256
 _arrow_missing = False
 
 
-def _columnar_run(values: Sequence[bytes | None], timestamp: int,
+def _columnar_run(values: Sequence[bytes | bytearray | memoryview | None], timestamp: int,
                   callback: RecordCallback | None) -> tuple[RecordRun, int] | None:
     """Keyless, headerless values of one timestamp as send_arrow's rows, and the largest
     record's estimate_size_upper_bound; None without pyarrow (the arrow extra) or for values
@@ -651,14 +651,19 @@ class RecordAccumulator:
         if result[1] or result[2]:
             wakeup()
 
-    def columnar_run(self, values: Sequence[bytes | None], timestamp: int,
+    def takes_columnar(self, count: int) -> bool:
+        """Whether :meth:`columnar_run` would take ``count`` values: uncompressed batches, enough
+        values for an Arrow array to pay, pyarrow installed (as far as known)."""
+        return self._compression == Compression.NONE and count >= _COLUMNAR_MIN_RECORDS and not _arrow_missing
+
+    def columnar_run(self, values: Sequence[bytes | bytearray | memoryview | None], timestamp: int,
                      callback: RecordCallback | None) -> tuple[RecordRun, int] | None:
         """send_many()'s keyless, headerless values of one timestamp as Arrow rows for
         :meth:`append_run`, with the largest record's estimate_size_upper_bound: uncompressed,
         such rows fill batches laid out ahead, a copy per batch rather than a loop per record
-        (samsa.records.arrow_records).  None where that does not pay (compression, few values)
+        (samsa.records.arrow_records).  None where that does not pay (see :meth:`takes_columnar`)
         or cannot be done (no pyarrow, values Arrow does not take as binary)."""
-        if self._compression != Compression.NONE or len(values) < _COLUMNAR_MIN_RECORDS:
+        if not self.takes_columnar(len(values)):
             return None
         return _columnar_run(values, timestamp, callback)
 

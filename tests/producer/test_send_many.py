@@ -5,6 +5,7 @@ timestamps, batch.size respected, failures counted and reported, checks before q
 from __future__ import annotations
 
 import time
+from array import array
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from confluent_kafka import TopicPartition as CKTopicPartition
 
 from samsa import KafkaProducer
 from samsa.broker import Broker
-from samsa.errors import RecordTooLargeError
+from samsa.errors import RecordTooLargeError, SerializationError
 from samsa.producer.partitioner import partition_for_key
 from tests.support.mutation_budget import records as budget
 
@@ -158,3 +159,22 @@ def test_serializers_and_interceptors_apply(broker: Broker) -> None:
         producer.flush(30)
     assert seen == ["c"]
     assert [v for _k, v, _h, _ts in read_all(broker, "ser", 3)[1]] == ["é".encode(), b"b", b"c"]
+
+
+def test_many_values_of_every_bytes_like_kind_and_nulls(broker: Broker) -> None:
+    """Enough keyless values for the columnar path (accumulator.columnar_run): bytes,
+    bytearray, memoryview (its bytes, as the default serializer copies them) and None arrive
+    as given, in order; a str with the default serializer is refused before anything is queued."""
+    n = 600
+    kinds = [lambda i: b"b%05d" % i, lambda i: bytearray(b"a%05d" % i),
+             lambda i: memoryview(array("i", [i, -i])), lambda i: None]
+    values = [kinds[i % 4](i) for i in range(n)]
+    with producer_for(broker, **{"batch.size": 2000}) as producer:
+        with pytest.raises(SerializationError):
+            producer.send_many("kinds", [b"x"] * (n - 1) + ["text"])
+        assert producer.send_many("kinds", values) == n
+        producer.flush(60)
+        assert producer.metrics()["record-send-total"] == n
+    got = [v for records in read_all(broker, "kinds", n).values() for _k, v, _h, _ts in records]
+    expected = [None if v is None else bytes(v) for v in values]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
