@@ -327,11 +327,13 @@ class NodeLatencyStats:
 class _PartitionDeque(deque[ProducerBatch]):
     """A partition's batches plus the lock that guards them (Java synchronizes on the deque)."""
 
-    __slots__ = ("lock",)
+    __slots__ = ("lock", "topic_partition")
 
-    def __init__(self) -> None:
+    def __init__(self, topic_partition: TopicPartition) -> None:
         super().__init__()
         self.lock = threading.Lock()
+        # Shared by the partition's batches (one object fewer per batch for the cyclic GC).
+        self.topic_partition = topic_partition
 
 
 class _TopicInfo:
@@ -491,13 +493,13 @@ class RecordAccumulator:
                     self._topics = topics
         return info
 
-    def _deque_for(self, info: _TopicInfo, partition: int) -> _PartitionDeque:
+    def _deque_for(self, topic: str, info: _TopicInfo, partition: int) -> _PartitionDeque:
         dq = info.batches.get(partition)
         if dq is None:
             with self._topics_lock:
                 dq = info.batches.get(partition)
                 if dq is None:
-                    dq = _PartitionDeque()
+                    dq = _PartitionDeque(TopicPartition(topic, partition))
                     batches = dict(info.batches)
                     batches[partition] = dq
                     info.batches = batches
@@ -510,7 +512,7 @@ class RecordAccumulator:
         return info.batches.get(partition)
 
     def _get_or_create_deque(self, tp: tuple[str, int]) -> _PartitionDeque:
-        return self._deque_for(self._topic_info(tp[0]), tp[1])
+        return self._deque_for(tp[0], self._topic_info(tp[0]), tp[1])
 
     def built_in_partitioner(self, topic: str) -> BuiltInPartitioner:
         return self._topic_info(topic).partitioner
@@ -731,7 +733,7 @@ class RecordAccumulator:
                     effective = partition
                 dq = info.batches.get(effective)
                 if dq is None:
-                    dq = self._deque_for(info, effective)
+                    dq = self._deque_for(topic, info, effective)
                 with dq.lock:
                     if self._closed:
                         raise ProducerClosedError("Producer closed while send in progress")
@@ -776,7 +778,7 @@ class RecordAccumulator:
                     if not _last_full(dq):
                         continue  # another thread opened a batch meanwhile; fill that one first
                     batch = ProducerBatch(
-                        TopicPartition(topic, effective),
+                        dq.topic_partition,
                         producer_batch_builder(self._compression, self._compression_level, reserved,
                                                self._estimator.estimation(topic, self._compression)),
                         now_ms,
