@@ -865,15 +865,18 @@ class RecordAccumulator:
                 if not dq:
                     continue
                 batch = dq[0]
-                waited = batch.waited_time_ms(now_ms)
-                batch.maybe_update_leader_epoch(leader_epoch)
+                # The batch's waited_time_ms, maybe_update_leader_epoch and is_full, inline
+                # (the Sender runs this for every partition before every request).
+                waited = max(now_ms - batch.last_attempt_ms, 0)
+                if leader_epoch is not None and leader_epoch != batch.current_leader_epoch:
+                    batch.maybe_update_leader_epoch(leader_epoch)
                 attempts = batch.attempts
                 # (_should_backoff is False for a first attempt, the common case.)
                 backing_off = attempts > 0 and self._should_backoff(
                     batch.has_leader_changed_for_the_ongoing_retry(), batch, waited
                 )
                 dq_size = len(dq)
-                full = dq_size > 1 or batch.is_full()
+                full = dq_size > 1 or batch.appends_closed or batch.size >= batch.size_limit
             if leader is None:
                 unknown_leader_topics.add(topic)
                 continue
@@ -973,14 +976,16 @@ class RecordAccumulator:
                 if not dq:
                     continue
                 first = dq[0]
-                first.maybe_update_leader_epoch(leaders.get(partition, _NO_LEADER)[1])
+                leader_epoch = leaders.get(partition, _NO_LEADER)[1]
+                if leader_epoch is not None and leader_epoch != first.current_leader_epoch:
+                    first.maybe_update_leader_epoch(leader_epoch)
                 if first.attempts and self._should_backoff(
                     first.has_leader_changed_for_the_ongoing_retry(),
                     first,
                     first.waited_time_ms(now_ms),
                 ):
                     continue
-                if size + first.estimated_size_in_bytes() > max_size and ready:
+                if size + first.builder.estimated_size > max_size and ready:
                     # A single batch larger than max_size still goes, alone.
                     break
                 tp = first.topic_partition
@@ -1005,7 +1010,7 @@ class RecordAccumulator:
             # Building (compression, CRC) happens outside the lock.
             size += len(batch.close(self._estimator))
             ready.append(batch)
-            batch.drained(now_ms)
+            batch.drained_ms = max(batch.drained_ms, now_ms)  # batch.drained(now_ms), inline
         # Remember where we stopped so the next drain starts there (no partition starves).
         self._nodes_drain_index[node] = index
         return ready

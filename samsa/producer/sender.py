@@ -297,11 +297,17 @@ class Sender(threading.Thread):
             accumulator.drain(view, ready_nodes, self.max_request_size, now) if ready_nodes else {}
         )
         # (drain() stamped producer id, epoch and sequence on the batches when idempotent.)
+        in_flight = self._in_flight_batches
+        order = self.guarantee_message_order
         for node_batches in batches.values():
             for batch in node_batches:
                 tp = batch.topic_partition
-                self._in_flight_batches.setdefault(tp, []).append(batch)
-                if self.guarantee_message_order:
+                same_partition = in_flight.get(tp)
+                if same_partition is None:
+                    in_flight[tp] = [batch]
+                else:
+                    same_partition.append(batch)
+                if order:
                     accumulator.mute_partition(tp)
 
         self._expire_batches(now)
@@ -383,14 +389,16 @@ class Sender(threading.Thread):
         by_topic: dict[str, list[Any]] = {}
         records_by_partition: dict[TopicPartition, ProducerBatch] = {}
         size = 0
+        partition_data = ProduceRequest.PartitionProduceData
         for batch in batches:
             data = batch.records()
             size += len(data)
             tp = batch.topic_partition
             records_by_partition[tp] = batch
-            by_topic.setdefault(tp.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=tp.partition, records=data)
-            )
+            topic_batches = by_topic.get(batch.topic)
+            if topic_batches is None:
+                topic_batches = by_topic[batch.topic] = []
+            topic_batches.append(partition_data(index=batch.partition, records=data))
         request = ProduceRequest(
             transactional_id=self._transactional_id,
             acks=self.acks,
