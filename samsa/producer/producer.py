@@ -522,6 +522,8 @@ class KafkaProducer:
                 partition_for_record(topic, None if parts is None or parts[i] < 0 else int(parts[i]),
                                      key_list[i], value_list[i], view, self._partitioner, self._ignore_keys)
                 for i in range(n)], np.int64)
+        elif parts is None and (keys is None or self._ignore_keys):
+            chosen = UNKNOWN_PARTITION  # every row to the sticky partition
         else:
             count = view.partition_count(topic)
             assert count  # _wait_on_metadata saw the topic

@@ -189,13 +189,6 @@ def _offsets_of(column: pa.Array) -> np.ndarray:
     return np.frombuffer(column.buffers()[1], np.int64, len(column) + 1, column.offset * 8)
 
 
-def _item_sizes(part: pa.Array | pa.Scalar, n: int) -> np.ndarray | int:
-    """Bytes of each row's item of a join part (an array, or a scalar for every row)."""
-    if isinstance(part, pa.Scalar):
-        return len(part.as_py())
-    return np.diff(_offsets_of(part))
-
-
 def _sliced(parts: list[Any], start: int, stop: int) -> list[Any]:
     return [part if isinstance(part, pa.Scalar) else part.slice(start, stop - start) for part in parts]
 
@@ -208,18 +201,20 @@ class ArrowRecords:
     an int64 array.  Rows are appended in order by :meth:`append_to`.
     """
 
-    __slots__ = ("_parts", "_plan", "_stamp_list", "_stamps", "_tail_bytes", "_tail_offset_array",
-                 "_tail_offsets", "_tail_sizes", "bounds", "constant_timestamp", "key_sizes",
+    __slots__ = ("_key_sizes", "_parts", "_plan", "_stamp_list", "_stamps", "_tail_bytes",
+                 "_tail_offset_array", "_tail_offsets", "_tail_sizes", "bounds", "constant_timestamp",
                  "value_sizes")
 
     def __init__(self, keys: pa.Array | None, values: pa.Array, headers: pa.Array | None,
                  timestamps_ms: int | np.ndarray) -> None:
         n = len(values)
-        klen = _lengths(keys, n)
         vlen = _lengths(values, n)
-        self.key_sizes = klen
         self.value_sizes = vlen
-        bound = RECORD_BATCH_OVERHEAD + 31 + np.maximum(klen, 0) + np.maximum(vlen, 0)
+        self._key_sizes = klen = None if keys is None else _lengths(keys, n)
+        # Few numpy calls for keyless rows: each call on a long array lets the Sender take the GIL.
+        values_bound = np.maximum(vlen, 0)
+        bound = values_bound + (RECORD_BATCH_OVERHEAD + 31) if klen is None else (
+            RECORD_BATCH_OVERHEAD + 31 + np.maximum(klen, 0) + values_bound)
         if headers is not None and headers.null_count < n:
             header_bytes, extra = _encode_headers(headers)
             bound += extra
@@ -228,15 +223,22 @@ class ArrowRecords:
         self.bounds = bound
         # Each row's tail is the join of these parts (arrays, or scalars alike for every row);
         # it is joined only where needed: whole for the record loop, with the heads for a plan.
-        parts: list[Any] = [_NULL] if keys is None else [encode_varints(klen), _non_null(keys)]
-        parts += [encode_varints(vlen), _non_null(values), header_bytes]
+        value_lengths = encode_varints(vlen)
+        parts: list[Any] = [_NULL] if klen is None else [encode_varints(klen), _non_null(keys)]
+        parts += [value_lengths, _non_null(values), header_bytes]
         self._parts = parts
-        sizes = np.zeros(n, np.int64)
-        for part in parts:
-            sizes += _item_sizes(part, n)
+        # Tail sizes: the parts' sizes summed (scalars once, as a constant).
+        constant = 0
+        sizes = values_bound + np.diff(_offsets_of(value_lengths))
+        for part in (parts[:-3] + [header_bytes]):
+            if isinstance(part, pa.Scalar):
+                constant += len(part.as_py())
+            else:
+                sizes += np.diff(_offsets_of(part))
+        if constant:
+            sizes += constant
         self._tail_sizes = sizes
-        self._tail_offset_array = np.zeros(n + 1, np.int64)
-        np.cumsum(sizes, out=self._tail_offset_array[1:])
+        self._tail_offset_array: np.ndarray | None = None  # their running sums, when needed
         self._tail_bytes: bytes | None = None
         self._tail_offsets: list[int] = []
         self._plan: _Plan | None = None
@@ -247,6 +249,21 @@ class ArrowRecords:
         else:
             self.constant_timestamp = None
             self._stamps = np.asarray(timestamps_ms, np.int64)
+
+    @property
+    def key_sizes(self) -> np.ndarray:
+        """Each row's key length, -1 for null."""
+        sizes = self._key_sizes
+        if sizes is None:
+            sizes = self._key_sizes = np.full(len(self._tail_sizes), -1, np.int64)
+        return sizes
+
+    def _tail_offsets_array(self) -> np.ndarray:
+        offsets = self._tail_offset_array
+        if offsets is None:
+            offsets = self._tail_offset_array = np.zeros(len(self._tail_sizes) + 1, np.int64)
+            np.cumsum(self._tail_sizes, out=offsets[1:])
+        return offsets
 
     def __len__(self) -> int:
         return len(self._tail_sizes)
@@ -283,7 +300,7 @@ class ArrowRecords:
     def _append_window(self, builder: RecordBatchBuilder, start: int, end: int, stamp: int) -> int:
         """append_tails over a window of rows: those whose tails take at most the rest of the
         uncompressed batch's limit, and one more (the loop stops at it)."""
-        offsets = self._tail_offset_array
+        offsets = self._tail_offsets_array()
         while start < end:
             first = int(offsets[start])
             room = builder.batch_size_limit - builder.estimated_size
