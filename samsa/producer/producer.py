@@ -578,8 +578,10 @@ class KafkaProducer:
         than looking at each type, and Arrow reads their bytes as bytes() would; else None."""
         if not self._raw_values or type(values) is not list:
             return None
+        join = b"".join
         try:
-            b"".join(values)
+            for i in range(0, len(values), 512):  # small joins: heap memory, no fresh pages
+                join(values[i:i + 512])
         except TypeError:
             return None
         return values
