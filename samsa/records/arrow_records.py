@@ -39,6 +39,7 @@ _LB = pa.large_binary()
 _EMPTY = pa.scalar(b"", _LB)
 _ZERO = pa.scalar(b"\x00", _LB)  # attributes; also headerCount 0
 _NULL = pa.scalar(b"\x01", _LB)  # varint -1: null key / value
+_ZERO_DELTA = pa.scalar(b"\x00\x00", _LB)  # attributes 0, timestampDelta 0
 # Zig-zag values below this are looked up (a take) rather than encoded.
 _TABLE_LIMIT = 1 << 15
 _tables: dict[tuple[bytes, bytes], pa.Array] = {}
@@ -94,7 +95,8 @@ def _table(prefix: bytes = b"", suffix: bytes = b"") -> pa.Array:
 
 def encode_varints(values: np.ndarray, prefix: bytes = b"", suffix: bytes = b"") -> pa.Array:
     """Zig-zag varints (protocol guide "Varint") of int64 ``values``, one large_binary item
-    each, between ``prefix`` and ``suffix`` (one Arrow join input fewer where they are used)."""
+    each, between ``prefix`` and ``suffix`` (one Arrow join input fewer where they are used).
+    Each (prefix, suffix) pair keeps a table of _TABLE_LIMIT entries: give a few fixed ones."""
     z = _zigzag(values)
     if len(z) and int(z.max()) < _TABLE_LIMIT:
         return _table(prefix, suffix).take(z)
@@ -358,7 +360,9 @@ def _encode_planned(records: ArrowRecords, deltas: np.ndarray, start: int, end: 
         # looked up in a table of the call's offsetDeltas; the join takes 3 inputs, not 5.
         indexes = np.arange(int(deltas.max()) + 1, dtype=np.int64)
         value_length = encode_varint(int(values[0]))
-        middle = encode_varints(indexes, b"\x00\x00", b"\x01" + value_length)
+        # A small table (a batch's records), built each time: no cached table per value length.
+        middle = pc.binary_join_element_wise(_ZERO_DELTA, encode_varints(indexes),
+                                             pa.scalar(b"\x01" + value_length, _LB), _EMPTY)
         lengths = np.diff(_offsets_of(middle)) - 1 - len(value_length) + int(tail_sizes[0])
         heads = pc.binary_join_element_wise(encode_varints(lengths), middle, _EMPTY).take(deltas)
         return pc.binary_join_element_wise(heads, parts[2].slice(start, end - start), parts[3], _EMPTY)
