@@ -1154,12 +1154,17 @@ class RecordAccumulator:
 
     # -- completion, flush, close ------------------------------------------------------------------
 
-    def deallocate(self, batch: ProducerBatch) -> None:
-        """Forget a completed batch and return its memory (split batches own none)."""
+    def deallocate(self, batch: ProducerBatch, wake: bool = True) -> None:
+        """Forget a completed batch and return its memory (split batches own none).
+        ``wake=False``: a thread waiting for memory is left to :meth:`wake_memory_waiter`
+        (the Sender wakes it once per response, not once per batch)."""
         self._incomplete.remove(batch)
         if not batch.is_split_batch:
             buffer, batch.buffer = batch.buffer, None
-            self._free.deallocate(buffer, batch.initial_capacity)
+            self._free.deallocate(buffer, batch.initial_capacity, wake)
+
+    def wake_memory_waiter(self) -> None:
+        self._free.wake_waiter()
 
     def has_incomplete(self) -> bool:
         return len(self._incomplete) > 0

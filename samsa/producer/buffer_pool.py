@@ -158,8 +158,10 @@ class BufferPool:
         while free and self._non_pooled_available < size:
             self._non_pooled_available += len(free.pop())
 
-    def deallocate(self, buffer: bytearray | None, size: int | None = None) -> None:
-        """Return ``size`` bytes (default ``len(buffer)``); poolable buffers are kept for reuse."""
+    def deallocate(self, buffer: bytearray | None, size: int | None = None, wake: bool = True) -> None:
+        """Return ``size`` bytes (default ``len(buffer)``); poolable buffers are kept for reuse.
+        ``wake=False`` leaves the first waiter asleep: the caller gives back more and then
+        calls :meth:`wake_waiter` once."""
         if size is None:
             if buffer is None:
                 return
@@ -173,6 +175,12 @@ class BufferPool:
                 self._free.append(buffer)
             else:
                 self._non_pooled_available += size
+            if wake and self._waiters:
+                self._waiters[0].notify()
+
+    def wake_waiter(self) -> None:
+        """Wake the first thread waiting for memory (after deallocate(..., wake=False))."""
+        with self._lock:
             if self._waiters:
                 self._waiters[0].notify()
 

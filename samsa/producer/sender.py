@@ -455,6 +455,7 @@ class Sender(threading.Thread):
         accumulator = self.accumulator
         tm = self.transaction_manager
         succeeded = 0  # records, counted in the metrics once per response
+        released = False  # memory given back: a thread waiting for it is woken once
         try:
             for topic_response in body.responses:
                 topic = topic_response.name
@@ -476,13 +477,16 @@ class Sender(threading.Thread):
                                 succeeded += batch.record_count
                                 if tm is not None:
                                     tm.handle_completed_batch(batch)
-                                accumulator.deallocate(batch)
+                                accumulator.deallocate(batch, False)
+                                released = True
                         finally:
                             if self.guarantee_message_order:
                                 accumulator.unmute_partition(batch.topic_partition)
                         continue
                     self._complete_failed_partition(batch, part, now)
         finally:
+            if released:
+                accumulator.wake_memory_waiter()
             if succeeded:
                 self.metrics.record_success(succeeded)
         if len(seen) < len(batches):

@@ -65,6 +65,21 @@ def test_reserve_counts_memory_without_a_buffer() -> None:
         pool.reserve(301, 0)
 
 
+def test_a_waiter_is_woken_once_for_memory_given_back_together() -> None:
+    pool = BufferPool(200, 100)
+    pool.reserve(100, 0)
+    pool.reserve(100, 0)
+    waiter = threading.Thread(target=pool.reserve, args=(200, 10_000))
+    waiter.start()
+    wait_until(lambda: pool.queued() == 1)
+    pool.deallocate(None, 100, wake=False)
+    pool.deallocate(None, 100, wake=False)
+    assert pool.queued() == 1  # not notified: still asleep
+    pool.wake_waiter()
+    waiter.join(10)
+    assert not waiter.is_alive() and pool.available_memory() == 0
+
+
 def test_larger_than_total_is_refused() -> None:
     with pytest.raises(ValueError, match="buffer.memory=100"):
         BufferPool(100, 10).allocate(101, 0)
