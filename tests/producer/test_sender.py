@@ -310,6 +310,7 @@ class _Accumulator:
         self.to_drain: list[ProducerBatch] = []
         self.expired: list[ProducerBatch] = []
         self.deallocated: list[ProducerBatch] = []
+        self.woken = 0  # memory waiters woken (deallocate, wake_memory_waiter)
         self.reenqueued: list[ProducerBatch] = []
         self.aborted: list[BaseException] = []
         self.unmuted: list[TopicPartition] = []
@@ -348,8 +349,12 @@ class _Accumulator:
     def next_expiry_time_ms(self) -> None:
         return None
 
-    def deallocate(self, batch: ProducerBatch) -> None:
+    def deallocate(self, batch: ProducerBatch, wake: bool = True) -> None:
         self.deallocated.append(batch)
+        self.woken += wake
+
+    def wake_memory_waiter(self) -> None:
+        self.woken += 1
 
     def reenqueue(self, batch: ProducerBatch, now: int) -> None:
         batch.reenqueued(now)
@@ -653,6 +658,7 @@ def test_unit_produce_request_carries_every_drained_batch_and_success_completes_
     assert metrics.records_sent == 3
     assert tm.completed == [first, second]
     assert sender.accumulator.deallocated == [first, second]
+    assert sender.accumulator.woken == 1  # once per response, not per batch
 
 
 def test_unit_acks_0_records_count_as_sent_without_offsets() -> None:
