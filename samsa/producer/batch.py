@@ -235,11 +235,11 @@ class ProducerBatch:
         """The bytes were built (drained for sending)."""
         return self.builder.is_built
 
-    def close(self, estimator: CompressionRatioEstimator | None = None) -> bytes:
+    def close(self, estimator: CompressionRatioEstimator | None = None) -> bytes | bytearray:
         """Build the batch's bytes (once) and feed the compression ratio back."""
         self.appends_closed = True
         was_built = self.builder.is_built
-        data = self.builder.build()
+        data = self.builder.build_buffer()
         if (
             not was_built
             and estimator is not None
@@ -253,9 +253,10 @@ class ProducerBatch:
         self.reopened = False
         return data
 
-    def records(self) -> bytes:
-        """The built batch (builds it if needed)."""
-        return self.builder.build()
+    def records(self) -> bytes | bytearray:
+        """The built batch (builds it if needed): the builder's buffer, sent from there (not
+        copied into bytes; nothing writes to it once built)."""
+        return self.builder.build_buffer()
 
     @property
     def compression(self) -> Compression:

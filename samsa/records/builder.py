@@ -182,7 +182,7 @@ class RecordBatchBuilder:
         self._count = 0
         self._base_timestamp = -1
         self._max_timestamp = -1
-        self._built: bytes | None = None
+        self._built: bytes | bytearray | None = None
         self._uncompressed_size = 0
         if self.compression != Compression.NONE:
             self.set_estimated_compression_ratio(estimated_compression_ratio)
@@ -504,6 +504,15 @@ class RecordBatchBuilder:
 
         Calling it again returns the same bytes; appending afterwards is an error.
         """
+        built = self.build_buffer()
+        if type(built) is not bytes:
+            built = self._built = bytes(built)
+        return built
+
+    def build_buffer(self) -> bytes | bytearray:
+        """:meth:`build`'s batch without its copy into ``bytes``: the builder's own buffer
+        (the producer sends it from there).  Nothing writes to it afterwards:
+        :meth:`set_producer_state` re-stamps a copy, and :meth:`build` copies it once."""
         if self._built is not None:
             return self._built
         if self._count == 0:
@@ -535,11 +544,11 @@ class RecordBatchBuilder:
         )
         with memoryview(buf) as view:
             _CRC.pack_into(buf, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
-        self._built = bytes(buf)
+        self._built = buf
         self.estimated_size = len(buf)
         self._uncompressed_size = len(self._buf)
         self._buf = bytearray()  # release the uncompressed copy
-        return self._built
+        return buf
 
 
 def producer_batch_builder(compression: Compression, compression_level: int | None, batch_size_limit: int,
