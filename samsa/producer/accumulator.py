@@ -264,33 +264,6 @@ _COLUMNAR_MIN_RECORDS = 256
 _arrow_missing = False
 
 
-def _columnar_run(values: Sequence[bytes | bytearray | memoryview | None], timestamp: int,
-                  callback: RecordCallback | None) -> tuple[RecordRun, int] | None:
-    """Keyless, headerless values of one timestamp as send_arrow's rows, and the largest
-    record's estimate_size_upper_bound; None without pyarrow (the arrow extra) or for values
-    Arrow does not take as binary."""
-    global _arrow_missing
-    if _arrow_missing:
-        return None
-    try:
-        import pyarrow as pa
-
-        from samsa.producer.arrow_batches import ArrowRun
-        from samsa.records.arrow_records import ArrowRecords, as_binary
-    except ImportError:
-        _arrow_missing = True
-        return None
-    try:
-        # binary, then widened: pyarrow converts a list to large_binary ~3.5x slower.
-        column = pa.array(values, pa.binary())
-        if isinstance(column, pa.ChunkedArray):  # past 2 GiB
-            column = pa.array(values, pa.large_binary())
-    except (pa.ArrowException, TypeError):
-        return None
-    records = ArrowRecords(None, as_binary(column, "value"), None, timestamp)
-    return ArrowRun(records, 0, len(values), [], callback), int(records.bounds.max())
-
-
 class RecordRun(Protocol):
     """Records :meth:`RecordAccumulator._append` takes in runs: :class:`_OneRecord`,
     :class:`_RecordRun`, or send_arrow's ArrowRun (samsa.producer.arrow_batches)."""
@@ -663,11 +636,26 @@ class RecordAccumulator:
         """send_many()'s keyless, headerless values of one timestamp as Arrow rows for
         :meth:`append_run`, with the largest record's estimate_size_upper_bound: uncompressed,
         such rows fill batches laid out ahead, a copy per batch rather than a loop per record
-        (samsa.records.arrow_records).  None where that does not pay (see :meth:`takes_columnar`)
-        or cannot be done (no pyarrow, values Arrow does not take as binary)."""
-        if not self.takes_columnar(len(values)):
+        (samsa.records.arrow_records).  For callers that checked :meth:`takes_columnar`; None
+        where it cannot be done (no pyarrow, values Arrow does not take as binary)."""
+        global _arrow_missing
+        try:
+            import pyarrow as pa
+
+            from samsa.producer.arrow_batches import ArrowRun
+            from samsa.records.arrow_records import ArrowRecords, as_binary
+        except ImportError:
+            _arrow_missing = True
             return None
-        return _columnar_run(values, timestamp, callback)
+        try:
+            # binary, then widened: pyarrow converts a list to large_binary ~3.5x slower.
+            column = pa.array(values, pa.binary())
+            if isinstance(column, pa.ChunkedArray):  # past 2 GiB
+                column = pa.array(values, pa.large_binary())
+        except (pa.ArrowException, TypeError):
+            return None
+        records = ArrowRecords(None, as_binary(column, "value"), None, timestamp)
+        return ArrowRun(records, 0, len(values), [], callback), int(records.bounds.max())
 
     def append_run(
         self,
@@ -1160,8 +1148,7 @@ class RecordAccumulator:
         (the Sender wakes it once per response, not once per batch)."""
         self._incomplete.remove(batch)
         if not batch.is_split_batch:
-            buffer, batch.buffer = batch.buffer, None
-            self._free.deallocate(buffer, batch.initial_capacity, wake)
+            self._free.deallocate(None, batch.initial_capacity, wake)
 
     def wake_memory_waiter(self) -> None:
         self._free.wake_waiter()

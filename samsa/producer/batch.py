@@ -125,7 +125,6 @@ class ProducerBatch:
         "appends_closed",
         "attempts",
         "attempts_when_leader_last_changed",
-        "buffer",
         "builder",
         "created_ms",
         "current_leader_epoch",
@@ -152,7 +151,6 @@ class ProducerBatch:
         builder: RecordBatchBuilder,
         created_ms: int,
         *,
-        buffer: bytearray | None = None,
         initial_capacity: int | None = None,
         is_split_batch: bool = False,
     ) -> None:
@@ -168,8 +166,7 @@ class ProducerBatch:
         # The builder's estimated size, refreshed on every append; is_full() compares it.
         self.size = builder.estimated_size
         self.size_limit = builder.batch_size_limit
-        # Memory taken from the BufferPool for this batch, given back by the accumulator.
-        self.buffer = buffer
+        # buffer.memory reserved for this batch, given back by the accumulator.
         self.initial_capacity = (
             builder.batch_size_limit if initial_capacity is None else initial_capacity
         )

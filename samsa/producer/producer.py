@@ -400,11 +400,9 @@ class KafkaProducer:
         if (keys is None and headers is None and type(stamps) is int and self._partitioner is None
                 and (partitions is None or partitions.count(None) == n) and accumulator.takes_columnar(n)):
             # Values alone, all to the sticky partition: as Arrow rows where that pays.
-            raw = self._bytes_like_list(values)
-            source = raw if raw is not None else self._serialize_all(topic, values, self._raw_values,
-                                                                      self._serialize_value)
-            if raw is None:
-                value_list = source
+            source = self._bytes_like_list(values)
+            if source is None:
+                source = value_list = self._serialize_all(topic, values, self._raw_values, self._serialize_value)
             columnar = accumulator.columnar_run(source, stamps, callback)
             if columnar is not None:
                 if columnar[1] > self._max_record_size:

@@ -33,7 +33,7 @@ from samsa.records.batch_header import RECORD_BATCH_OVERHEAD, Compression
 from samsa.records.builder import RecordBatchBuilder, plan_batches
 from samsa.records.varint import encode_varint
 
-__all__ = ["ArrowRecords", "as_binary", "encode_varints", "upper_bounds"]
+__all__ = ["ArrowRecords", "as_binary", "encode_varints"]
 
 _LB = pa.large_binary()
 _EMPTY = pa.scalar(b"", _LB)
@@ -170,15 +170,6 @@ def _encode_headers(headers: pa.Array) -> tuple[Any, np.ndarray]:
     np.cumsum(klen + np.maximum(vlen, 0), out=sums[1:])
     extra += sums[first[1:]] - sums[first[:-1]]
     return pc.binary_join_element_wise(encode_varints(counts), blob, _EMPTY), extra
-
-
-def upper_bounds(keys: pa.Array | None, values: pa.Array, headers: pa.Array | None) -> np.ndarray:
-    """estimate_size_upper_bound of each row (a one-record batch with the widest varints)."""
-    n = len(values)
-    bound = RECORD_BATCH_OVERHEAD + 31 + np.maximum(_lengths(keys, n), 0) + np.maximum(_lengths(values, n), 0)
-    if headers is not None:
-        bound += _encode_headers(headers)[1]
-    return bound
 
 
 def _non_null(column: pa.Array) -> pa.Array:
