@@ -66,7 +66,8 @@ class NetworkSend:
 
     ``urgent`` asks the Selector to report the completion promptly (its poll does not block
     while such a send is waiting to be reported); requests without a response set it.
-    ``request`` is the owner's handle (NetworkClient puts its ClientRequest there).
+    ``request`` is the owner's handle (NetworkClient puts its ClientRequest there, and takes it
+    back when the Selector reports the send completed).
     """
 
     __slots__ = ("completed", "data", "destination", "request", "size", "urgent")

@@ -491,6 +491,10 @@ class NetworkClient:
     def _handle_completed_sends(self, responses: list[ClientResponse], now: float) -> None:
         for send in self.selector.completed_sends:
             request = send.request
+            # Reported once: dropping the handle breaks the ClientRequest.send <->
+            # NetworkSend.request cycle, so that a request and its batches are freed by
+            # reference counting when answered, not left to the cyclic garbage collector.
+            send.request = None
             if request is None or request.expect_response or request.done:
                 continue
             # No response will come (acks=0): the request is complete once written.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import struct
@@ -181,6 +182,32 @@ def test_pipelined_requests_complete_in_order_with_their_correlation_ids(broker)
         assert r.body.topics[0].name == ("a" if len(r.body.topics[0].partitions) == 1 else "b")
         assert r.api_version == 13 and r.latency_ms >= 0 and not r.disconnected
     client.close()
+
+
+def test_answered_requests_are_freed_without_the_cyclic_collector(broker):
+    # A request and its send point at each other until the send is reported: then the
+    # client drops the send's handle, so that reference counting frees an answered request
+    # (and, for the producer, its batches) rather than gc's collections of old objects.
+    broker.topics = {"a": 1}
+    client = new_client(max_in_flight_requests_per_connection=5)
+    node = node_of(broker)
+    connect(client, node)
+    done: list[ClientResponse] = []
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            poll_until(client, lambda: client.ready(node, client._clock()))
+            client.send(ClientRequest(node, metadata_request("a"), callback=done.append))
+        poll_until(client, lambda: len(done) == 3)
+        sends = [r.request.send for r in done]
+        assert all(s is not None and s.completed and s.request is None for s in sends)
+        done.clear()
+        del sends
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+        client.close()
 
 
 def test_responses_dribbled_a_few_bytes_at_a_time(broker):
