@@ -389,6 +389,11 @@ class RecordAccumulator:
         self._tm = transaction_manager
         # Only a transactional producer's partitions join a transaction as batches open.
         self._txn_tm = transaction_manager if transaction_manager is not None and transaction_manager.is_transactional() else None
+        # Without idempotence no field of an uncompressed batch changes after its last append
+        # (drain stamps no producer id or sequence), so a batch that fills up is built (header,
+        # CRC) by the appending thread, its bytes still in cache, instead of on the Sender
+        # thread when drained, when they have gone cold: ~1 us rather than ~4 for 16 KiB.
+        self._build_when_full = transaction_manager is None and self._compression == Compression.NONE
         self._clock = clock
         self._estimator = CompressionRatioEstimator()
         self._topics: dict[str, _TopicInfo] = {}
@@ -735,6 +740,8 @@ class RecordAccumulator:
                             i = records.into(last, i, end, now_ms)
                             if i < end:
                                 last.appends_closed = True  # record i did not fit
+                                if self._build_when_full:
+                                    last.builder.build_buffer()
                             if i > start:
                                 size = last.size
                                 if sticky is not None:
@@ -784,6 +791,8 @@ class RecordAccumulator:
                         self._txn_tm.maybe_add_partition(batch.topic_partition)
                     if i < end:
                         batch.appends_closed = True
+                        if self._build_when_full:
+                            batch.builder.build_buffer()
                     if sticky is not None:
                         partitioner.update_partition_info(sticky, batch.size, cluster, _last_full(dq))
                     if i >= end:

@@ -126,6 +126,7 @@ class ProducerBatch:
         "attempts",
         "attempts_when_leader_last_changed",
         "builder",
+        "closed",
         "created_ms",
         "current_leader_epoch",
         "drained_ms",
@@ -175,6 +176,7 @@ class ProducerBatch:
         self.last_attempt_ms = created_ms
         self.last_append_ms = created_ms
         self.drained_ms = 0
+        self.closed = False
         self.retry = False
         self.reopened = False
         self.final_state: FinalState | None = None
@@ -229,12 +231,15 @@ class ProducerBatch:
 
     @property
     def is_closed(self) -> bool:
-        """The bytes were built (drained for sending)."""
-        return self.builder.is_built
+        """Closed for sending by :meth:`close` (drained).  Its bytes may have been built
+        before that: the accumulator builds an uncompressed batch of a producer without
+        idempotence as it fills up."""
+        return self.closed
 
     def close(self, estimator: CompressionRatioEstimator | None = None) -> bytes | bytearray:
         """Build the batch's bytes (once) and feed the compression ratio back."""
         self.appends_closed = True
+        self.closed = True
         was_built = self.builder.is_built
         data = self.builder.build_buffer()
         if (

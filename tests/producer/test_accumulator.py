@@ -360,6 +360,49 @@ def test_drain_rotates_start_partition_between_calls() -> None:
     assert len(set(firsts)) > 1
 
 
+def test_a_full_batch_is_built_as_it_fills_without_idempotence() -> None:
+    # Uncompressed and without a transaction manager nothing is stamped at drain, so the
+    # appending thread builds a batch when a record no longer fits (its bytes still in cache);
+    # drain sends those same bytes, and the batch counts as closed only once drained.
+    acc, cluster = make(linger_ms=0, batch_size=1024), FakeCluster({"t": [1]})
+    for _ in range(15):
+        append(acc, cluster)
+    dq = acc.get_deque("t", 0)
+    full, last = dq[0], dq[-1]
+    assert full.builder.is_built and not full.is_closed
+    assert not last.builder.is_built  # still open for appends
+    built = full.builder.build_buffer()
+    [drained] = acc.drain(cluster, [1], 1, 0)[1]
+    assert drained is full and drained.is_closed and drained.records() is built
+    batch = RecordBatch(bytes(built))
+    assert batch.is_valid() and batch.header.producer_id == -1
+    assert [r.value for r in batch.records()] == [VALUE] * full.record_count
+
+
+@pytest.mark.parametrize("setup", ["gzip", "idempotent"])
+def test_a_full_batch_waits_for_drain_to_be_built(setup: str) -> None:
+    # Compressed (the codec runs once, on the Sender) or idempotent (drain stamps the producer
+    # id and sequence, which the CRC covers): built when drained, as before.
+    kwargs: dict[str, Any] = ({"compression": Compression.GZIP} if setup == "gzip"
+                              else {"transaction_manager": FakeTransactionManager()})
+    acc, cluster = make(linger_ms=0, batch_size=1024, **kwargs), FakeCluster({"t": [1]})
+    for _ in range(15):
+        append(acc, cluster)
+    assert not any(b.builder.is_built for b in acc.get_deque("t", 0))
+
+
+def test_abort_undrained_batches_aborts_a_queued_batch_built_early() -> None:
+    acc, cluster = make(linger_ms=0, batch_size=1024), FakeCluster({"t": [1]})
+    errors: list[Any] = []
+    for _ in range(15):
+        append(acc, cluster, callback=lambda md, err: errors.append(err))
+    queued = list(acc.get_deque("t", 0))
+    assert queued[0].builder.is_built
+    acc.abort_undrained_batches(NotLeaderOrFollowerError())
+    assert all(b.is_done() for b in queued) and not acc.has_incomplete()
+    assert len(errors) == 15 and all(isinstance(e, NotLeaderOrFollowerError) for e in errors)
+
+
 def test_drain_assigns_producer_state_with_a_transaction_manager() -> None:
     tm = FakeTransactionManager()
     acc, cluster = make(linger_ms=0, transaction_manager=tm), FakeCluster({"t": [1]})
