@@ -4,14 +4,28 @@
 A segment is not thread-safe; its ``Log`` serialises appends, truncation and deletion.  Reads
 of bytes below a position the Log has published (the high watermark) are safe concurrently
 with appends, because files only grow while the broker runs.
+
+Disk blocks are reserved ahead of the appends (Linux ``fallocate`` with FALLOC_FL_KEEP_SIZE,
+1-8 MiB past the end): a buffered append into blocks already reserved skips ext4's
+delayed-allocation bookkeeping per page, a sixth of the write's CPU for 16 KiB appends and
+more for 1 MiB ones.  The file's size stays the bytes appended, so readers and recovery see
+what they would without it; the blocks past the end are released (``ftruncate`` to the size,
+mtime kept) when the segment stops being written (``on_become_inactive``: roll, close, the
+cleaner's output) and by ``recover`` after a crash.  Kafka's ``preallocate`` (whole
+segment.bytes, by growing the file) is another thing and stays refused (config.py).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from samsa.broker.log.file_slice import FileHandle, FileSlice
 from samsa.broker.log.files import TXN_INDEX_SUFFIX, filename_prefix, segment_paths
@@ -33,6 +47,51 @@ __all__ = ["BatchPosition", "LogSegment"]
 _INT32_MAX = 0x7FFFFFFF
 _SCAN_CHUNK = 64 * 1024
 _RECOVER_CHUNK = 1024 * 1024
+# Blocks reserved past the end of the appends: four appends' worth, within these bounds.
+_PREALLOCATE_MIN = 1024 * 1024
+_PREALLOCATE_MAX = 8 * 1024 * 1024
+_FALLOC_FL_KEEP_SIZE = 0x01  # linux/falloc.h
+
+
+def _load_fallocate() -> Any:
+    """libc's fallocate(2) (os has only posix_fallocate, which grows the file), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fallocate = libc.fallocate64
+    except (OSError, AttributeError):
+        return None
+    fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fallocate.restype = ctypes.c_int
+    return fallocate
+
+
+_fallocate = _load_fallocate()
+
+
+def _reserve(fd: int, offset: int, length: int) -> bool:
+    """Reserve blocks for ``offset``..``offset + length`` without changing the file's size;
+    False if that could not be done (the appends then allocate as they go)."""
+    global _fallocate
+    if _fallocate is None:
+        return False
+    if _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0:
+        return True
+    if ctypes.get_errno() in (errno.EOPNOTSUPP, errno.ENOSYS):
+        _fallocate = None  # this file system (or kernel) cannot: stop trying
+    return False  # ENOSPC and the like: the append itself will say whether it fits
+
+
+def _release_past_end(fd: int, size: int) -> None:
+    """Free blocks reserved past ``size`` (``ftruncate`` to the same size frees them on
+    Linux file systems), keeping the file's mtime: retention reads it for segments without
+    timestamps (LogSegment.largest_timestamp)."""
+    st = os.fstat(fd)
+    if st.st_size != size or st.st_blocks * 512 <= -(-size // st.st_blksize) * st.st_blksize:
+        return  # another size (the caller truncates), or no more blocks than the data needs
+    os.ftruncate(fd, size)
+    os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +151,8 @@ class LogSegment:
         self._first_batch_timestamp: int | None = None  # for time-based rolls, loaded lazily
         self.next_offset = base_offset
         self.flushed = self.size == 0
+        # The file offset up to which blocks were reserved by this process (_reserve); 0: none.
+        self._reserved = 0
 
     def _handle(self) -> FileHandle:
         """The open ``.log`` (reopened if the cache dropped it); a dead handle once closed.
@@ -190,7 +251,10 @@ class LogSegment:
         truncated = file_size - pos
         if truncated:
             os.ftruncate(fd, pos)
+        else:
+            _release_past_end(fd, pos)  # blocks a crash left reserved (see the module doc)
         self.size = pos
+        self._reserved = 0
         self.flushed = False
         return truncated
 
@@ -210,10 +274,19 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += header.batch_length + LOG_OVERHEAD
 
+    def _reserve_ahead(self, fd: int, end: int, appending: int) -> None:
+        """Reserve blocks up to ``end`` and some appends beyond (the module docstring)."""
+        target = end + min(max(4 * appending, _PREALLOCATE_MIN), _PREALLOCATE_MAX)
+        start = max(self._reserved, self.size)
+        self._reserved = target if _reserve(fd, start, target - start) else end
+
     def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
         """Write ``data`` (the batches described by ``headers``, offsets already assigned)."""
         handle = self._handle()
         fd = handle.fd
+        end = self.size + len(data)
+        if end > self._reserved:  # once per MiB or more
+            self._reserve_ahead(fd, end, len(data))
         try:
             written = os.pwrite(fd, data, self.size)  # one call, unless the disk writes short
             if written < len(data):
@@ -221,7 +294,8 @@ class LogSegment:
                     while written < len(view):
                         written += os.pwrite(fd, view[written:], self.size + written)
         except OSError:
-            os.ftruncate(fd, self.size)  # leave no partial batch behind
+            os.ftruncate(fd, self.size)  # leave no partial batch behind (nor reserved blocks)
+            self._reserved = 0
             raise
         position = self.size
         for header in headers:
@@ -244,8 +318,9 @@ class LogSegment:
         if removed <= 0:
             return 0
         handle = self._handle()
-        os.ftruncate(handle.fd, position)
+        os.ftruncate(handle.fd, position)  # (reserved blocks past it go too)
         self.size = position
+        self._reserved = 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
@@ -264,11 +339,16 @@ class LogSegment:
         return removed
 
     def on_become_inactive(self) -> None:
-        """At roll: record the final max timestamp in the time index and trim index files."""
+        """At roll (and close): record the final max timestamp in the time index, trim index
+        files and free the blocks reserved past the end of the appends."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.offset_index.trim()
         self.time_index.trim()
+        if self._reserved > self.size:
+            handle = self._handle()
+            _release_past_end(handle.fd, self.size)
+            self._reserved = 0
 
     def flush(self) -> None:
         """fsync the log file and the indexes."""
