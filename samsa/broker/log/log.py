@@ -49,6 +49,7 @@ from samsa.broker.log.validator import (
     BatchPlace,
     RecordTimestampError,
     checked_max_timestamp,
+    sound_header,
     walk_records,
 )
 from samsa.errors import (
@@ -464,43 +465,14 @@ class Log:
         rebuilt: list[tuple[int, int, bytearray]] | None = None  # (pos, end, new batch)
         pos = 0
         while pos < len(buf):
-            remaining = len(buf) - pos
-            if remaining > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != MAGIC_V2:
-                raise InvalidRecordError(
-                    f"batch at byte {pos} has magic {buf[pos + MAGIC_OFFSET]}; this broker accepts "
-                    "only magic 2 record batches (use a client that produces v2 batches)"
-                )
-            if remaining >= LOG_OVERHEAD:
-                size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
-                if size > max_bytes:
-                    raise MessageTooLargeError(
-                        f"record batch of {size} bytes exceeds max.message.bytes={max_bytes} of "
-                        f"{self.topic}-{self.partition}; send smaller batches or raise the limit"
-                    )
-            header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
-            # Messages are built only when needed: this runs for every produced batch.  (Fields
-            # and flag masks rather than BatchHeader's properties: a call each.)
+            # The checks in one compiled call; only a batch that fails one is checked again,
+            # step by step, to raise the error that names the problem.
+            header = sound_header(buf, pos, max_bytes) or self._checked_header(buf, pos)
             # (tuple.__new__: a NamedTuple's own constructor is a Python-level call.)
             where = _new_tuple(BatchPlace, (pos, self.topic, self.partition))
-            count = header.records_count
             attributes = header.attributes
-            producer_id = header.producer_id
-            if count != header.last_offset_delta + 1 or count < 1:
-                raise InvalidRecordError(
-                    f"{where}: records count {count} does not match last offset "
-                    f"delta {header.last_offset_delta} (must be count - 1, count >= 1)"
-                )
-            if attributes & CONTROL_FLAG_MASK:
-                raise InvalidRecordError(f"{where}: clients may not produce control batches")
-            if producer_id >= 0 and header.base_sequence < 0:
-                raise InvalidRecordError(
-                    f"{where}: idempotent batch of producer {producer_id} has no base sequence"
-                )
-            if attributes & TRANSACTIONAL_FLAG_MASK and producer_id < 0:
-                raise InvalidRecordError(f"{where}: transactional batch without a producer id")
+            count = header.records_count
             codec = attributes & COMPRESSION_CODEC_MASK
-            if codec > _MAX_CODEC:
-                raise UnsupportedCompressionTypeError(f"{where}: unknown compression codec {codec}")
             start = pos + RECORD_BATCH_OVERHEAD
             end = pos + header.batch_length + LOG_OVERHEAD
             section: bytes | bytearray
@@ -556,6 +528,47 @@ class Log:
         if rebuilt is None:
             return buf, headers
         return self._with_rebuilt(buf, headers, rebuilt)
+
+    def _checked_header(self, buf: bytearray | memoryview, pos: int) -> BatchHeader:
+        """The header of the produced batch at ``pos`` after the checks LogValidator makes
+        before the records (size, magic, CRC, counts, flags, codec), raising the first that
+        fails.  validator.sound_header makes the same checks in one call."""
+        max_bytes = self.config.max_message_bytes
+        remaining = len(buf) - pos
+        if remaining > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != MAGIC_V2:
+            raise InvalidRecordError(
+                f"batch at byte {pos} has magic {buf[pos + MAGIC_OFFSET]}; this broker accepts "
+                "only magic 2 record batches (use a client that produces v2 batches)"
+            )
+        if remaining >= LOG_OVERHEAD:
+            size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+            if size > max_bytes:
+                raise MessageTooLargeError(
+                    f"record batch of {size} bytes exceeds max.message.bytes={max_bytes} of "
+                    f"{self.topic}-{self.partition}; send smaller batches or raise the limit"
+                )
+        header = validate_batch(buf, pos)  # size + CRC-32C; raises CorruptRecordError
+        where = BatchPlace(pos, self.topic, self.partition)
+        count = header.records_count
+        attributes = header.attributes
+        producer_id = header.producer_id
+        if count != header.last_offset_delta + 1 or count < 1:
+            raise InvalidRecordError(
+                f"{where}: records count {count} does not match last offset "
+                f"delta {header.last_offset_delta} (must be count - 1, count >= 1)"
+            )
+        if attributes & CONTROL_FLAG_MASK:
+            raise InvalidRecordError(f"{where}: clients may not produce control batches")
+        if producer_id >= 0 and header.base_sequence < 0:
+            raise InvalidRecordError(
+                f"{where}: idempotent batch of producer {producer_id} has no base sequence"
+            )
+        if attributes & TRANSACTIONAL_FLAG_MASK and producer_id < 0:
+            raise InvalidRecordError(f"{where}: transactional batch without a producer id")
+        codec = attributes & COMPRESSION_CODEC_MASK
+        if codec > _MAX_CODEC:
+            raise UnsupportedCompressionTypeError(f"{where}: unknown compression codec {codec}")
+        return header
 
     @staticmethod
     def _with_rebuilt(buf: bytearray | memoryview, headers: list[tuple[int, BatchHeader]],

@@ -39,8 +39,11 @@ raise the same classes.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import Final, NamedTuple
+
+from crc32c import crc32c
 
 from samsa.broker.log.config import LONG_MAX, LogConfig
 from samsa.broker.log.record_errors import BatchPlace, RecordTimestampError, RecordValidationError
@@ -54,6 +57,7 @@ __all__ = [
     "RecordTimestampError",
     "RecordValidationError",
     "checked_max_timestamp",
+    "sound_header",
     "walk_records",
 ]
 
@@ -107,6 +111,44 @@ def _offset_digit_tables(stop: int) -> tuple[tuple[bytes, ...], ...]:
 _RUN_INDEX_LIMIT: Final = 1 << 17
 _WIDTH_ENDS: Final = (64, 8192, _RUN_INDEX_LIMIT)
 _OFFSET_DIGITS: Final = _offset_digit_tables(_RUN_INDEX_LIMIT)  # 400 KB
+
+
+# -- a produced batch's header -------------------------------------------------------------------
+
+# The v2 batch header (samsa/records/batch_header.py has the layout).
+_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+_new_tuple: Final = tuple.__new__
+
+
+def sound_header(buf: bytearray | memoryview, pos: int, max_bytes: int) -> BatchHeader | None:
+    """The header of the produced batch at ``pos`` if it passes every check Log makes of a
+    batch before walking its records (Log._checked_header: size within ``max_bytes`` and the
+    buffer, magic 2, CRC-32C, records count = LastOffsetDelta + 1 >= 1, not a control batch, a
+    base sequence for a producer id, a producer id for a transactional batch, a known codec),
+    else None: the caller then runs those checks one by one to raise the error that names the
+    problem.  One compiled call instead of those checks in Python: it runs for every batch."""
+    if len(buf) - pos < 61:
+        return None
+    fields = _HEADER.unpack_from(buf, pos)
+    batch_length: int = fields[1]
+    magic: int = fields[3]
+    attributes: int = fields[5]
+    last_offset_delta: int = fields[6]
+    producer_id: int = fields[9]
+    base_sequence: int = fields[11]
+    count: int = fields[12]
+    size = batch_length + 12
+    if (magic != 2 or size > max_bytes or size < 61 or size > len(buf) - pos
+            or count != last_offset_delta + 1 or count < 1 or attributes & 0x20
+            or (producer_id >= 0 and base_sequence < 0)
+            or (attributes & 0x10 and producer_id < 0) or (attributes & 0x07) > 4):
+        return None
+    crc: int = fields[4]
+    with memoryview(buf) as view:
+        if crc32c(view[pos + 21 : pos + size]) != crc:
+            return None
+    header: BatchHeader = _new_tuple(BatchHeader, fields)
+    return header
 
 
 def _bad(where: str | BatchPlace, index: int, problem: str) -> RecordValidationError:
