@@ -396,6 +396,88 @@ def test_handler_exception_closes_the_connection_and_the_thread_survives(
     assert apis.handled == 4
 
 
+def test_held_responses_the_socket_does_not_take_go_out_first_in_order(
+        start_server: Callable[..., tuple[SocketServer, TestApis]],
+        request: pytest.FixtureRequest) -> None:
+    # A burst answered inline ends with a request that parks: the held responses are written
+    # then (_push), but the client is not reading and the buffers are small, so most of them
+    # wait in ``outgoing``.  The parked request's response, sent while they wait, goes after
+    # them, and the connection takes requests again once all are out.  (Inline dispatch only:
+    # otherwise the first response the client does not read stops the burst before the park.)
+    if request.node.callspec.params["start_server"] != "inline":
+        pytest.skip("responses are held only when the network thread answers")
+    server, apis = start_server(num_network_threads=1)
+    a = Client.__new__(Client)
+    a.sock = socket.socket()
+    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    a.sock.settimeout(10)
+    a.sock.connect(("127.0.0.1", server.port))
+    a.correlation_id = 0
+    processor = server.processors[0]
+    while not processor._connections:
+        time.sleep(0.001)
+    (conn,) = processor._connections
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    names = [f"{i}-".ljust(3000, "x") for i in range(10)] + ["park"]
+    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                            for i, name in enumerate(names)))
+    while True:
+        with apis.lock:
+            if apis.parked:
+                break
+        time.sleep(0.001)
+    with conn.lock:
+        assert conn.outgoing is not None and conn.outgoing_answered
+        assert not conn.corked
+    b = Client(server.port)
+    assert echo_names(b.call(metadata("release"), 1)) == ["release"]
+    got = [a.receive(ApiKey.METADATA, 1) for _ in names]
+    assert [(cid, echo_names(body)) for cid, body in got] == [
+        (i, [name]) for i, name in enumerate(names)]
+    a.send(metadata("after"), 1)
+    assert echo_names(a.receive(ApiKey.METADATA, 1)[1]) == ["after"]
+    with conn.lock:
+        assert conn.outgoing is None and not conn.corked
+
+
+def test_held_responses_still_go_out_when_the_client_closes_its_side(
+        start_server: Callable[..., tuple[SocketServer, TestApis]],
+        request: pytest.FixtureRequest) -> None:
+    # As above, with a burst that ends with a request answered by no response: the connection
+    # is idle with held responses still to write when the client shuts down its side; they are
+    # all written, then the connection is closed.
+    if request.node.callspec.params["start_server"] != "inline":
+        pytest.skip("responses are held only when the network thread answers")
+    server, _ = start_server(num_network_threads=1)
+    a = Client.__new__(Client)
+    a.sock = socket.socket()
+    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    a.sock.settimeout(10)
+    a.sock.connect(("127.0.0.1", server.port))
+    processor = server.processors[0]
+    while not processor._connections:
+        time.sleep(0.001)
+    (conn,) = processor._connections
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    names = [f"{i}-".ljust(3000, "x") for i in range(10)]
+    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                            for i, name in enumerate([*names, "silent"])))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with conn.lock:
+            if conn.outgoing is not None and not conn.busy:
+                break
+        time.sleep(0.001)
+    with conn.lock:
+        assert conn.outgoing is not None and conn.outgoing_answered and not conn.busy
+    a.sock.shutdown(socket.SHUT_WR)
+    time.sleep(0.05)  # the network thread sees the end of the requests first
+    got = [a.receive(ApiKey.METADATA, 1) for _ in names]
+    assert [(cid, echo_names(body)) for cid, body in got] == [
+        (i, [name]) for i, name in enumerate(names)]
+    a.assert_closed()
+
+
 def test_request_answered_by_another_connections_request_moves_on(
         start_server: Callable[..., tuple[SocketServer, TestApis]]) -> None:
     # One network thread: with inline dispatch, B's request answers A's parked one on the

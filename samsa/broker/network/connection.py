@@ -247,8 +247,10 @@ class Connection:
     Fields under ``lock`` (touched by the Processor and by handler threads): ``busy`` (a request
     is being handled or its response written), ``pending`` (frames read but not yet handled),
     ``pending_bytes``, ``closed``, ``eof``, ``read_paused``, ``outgoing`` (the rest of a
-    response the Processor must write), ``corked`` (a response went out with MSG_MORE and the
-    kernel may still hold it) and ``last_active``.
+    response the Processor must write), ``outgoing_answered`` (``outgoing`` holds only
+    responses of requests already finished: held ones, see below), ``held`` (responses of
+    requests answered inline during a burst of pipelined requests, written together when it
+    ends), ``corked`` (``held`` is not empty) and ``last_active``.
     The read buffer and ``interest`` belong to the Processor thread.
     """
 
@@ -270,12 +272,14 @@ class Connection:
         "corked",
         "eof",
         "handshake_want",
+        "held",
         "id",
         "interest",
         "last_active",
         "listener",
         "lock",
         "outgoing",
+        "outgoing_answered",
         "pending",
         "pending_bytes",
         "principal",
@@ -317,7 +321,9 @@ class Connection:
         self.last_active = time.monotonic()
         self.interest = 0
         self.close_reason = ""
-        self.corked = False  # a response was sent with MSG_MORE and may still be held back
+        self.outgoing_answered = False
+        self.held: list[bytes] = []
+        self.corked = False  # responses are held (processor.py: response batching)
         self._peer_closed = False
 
     def read_frames(self, max_frame_bytes: int) -> list[Any]:
