@@ -52,6 +52,9 @@ class _IndexFile:
         self.base_offset = base_offset
         self._keys: list[int] = []
         self._values: list[int] = []
+        # The first field of each entry, in memory (never replaced, only changed in place):
+        # ``len(index.entries)`` is len(index) without a Python-level __len__ call.
+        self.entries = self._keys
         self.load_error: str | None = None
         self._file_size = -1  # bytes in the file as last seen or written; -1: no file
         self._dirty = False  # written since the last fsync

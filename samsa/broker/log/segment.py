@@ -457,15 +457,20 @@ class LogSegment:
         clock since creation when the first batch has no timestamp), index full, or an offset
         that no longer fits the int32 relative offsets of the indexes.  The age limit is
         ``segment_ms`` less this segment's ``roll_jitter_ms`` (segment.jitter.ms)."""
-        if self.size == 0:
+        size = self.size
+        if size == 0:
             return incoming_last_offset - self.base_offset > _INT32_MAX
-        if self.size > segment_bytes - incoming_bytes:
+        if size > segment_bytes - incoming_bytes:
             return True
-        first = self.first_batch_timestamp
+        first = self._first_batch_timestamp  # (the property only until it is known)
+        if first is None:
+            first = self.first_batch_timestamp
         waited = incoming_max_timestamp - first if first >= 0 else now_ms - self.created_ms
         if waited > segment_ms - self.roll_jitter_ms:
             return True
-        if len(self.offset_index) >= self.max_index_entries or len(self.time_index) >= self.max_index_entries:
+        # (The indexes' entry lists: len() of an index is a Python-level __len__.)
+        limit = self.max_index_entries
+        if len(self.offset_index.entries) >= limit or len(self.time_index.entries) >= limit:
             return True
         return incoming_last_offset - self.base_offset > _INT32_MAX
 
