@@ -396,6 +396,23 @@ def test_handler_exception_closes_the_connection_and_the_thread_survives(
     assert apis.handled == 4
 
 
+def _slow_reader(server: SocketServer) -> tuple[Client, Any]:
+    """A client with small socket buffers on both ends (the server's only processor), so that
+    responses it does not read soon fill them; and the server side of its connection."""
+    client = Client.__new__(Client)
+    client.sock = socket.socket()
+    client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.sock.settimeout(10)
+    client.sock.connect(("127.0.0.1", server.port))
+    client.correlation_id = 0
+    processor = server.processors[0]
+    while not processor._connections:
+        time.sleep(0.001)
+    (conn,) = processor._connections
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    return client, conn
+
+
 def test_held_responses_the_socket_does_not_take_go_out_first_in_order(
         start_server: Callable[..., tuple[SocketServer, TestApis]],
         request: pytest.FixtureRequest) -> None:
@@ -407,17 +424,7 @@ def test_held_responses_the_socket_does_not_take_go_out_first_in_order(
     if request.node.callspec.params["start_server"] != "inline":
         pytest.skip("responses are held only when the network thread answers")
     server, apis = start_server(num_network_threads=1)
-    a = Client.__new__(Client)
-    a.sock = socket.socket()
-    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    a.sock.settimeout(10)
-    a.sock.connect(("127.0.0.1", server.port))
-    a.correlation_id = 0
-    processor = server.processors[0]
-    while not processor._connections:
-        time.sleep(0.001)
-    (conn,) = processor._connections
-    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    a, conn = _slow_reader(server)
     names = [f"{i}-".ljust(3000, "x") for i in range(10)] + ["park"]
     a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
                             for i, name in enumerate(names)))
@@ -449,16 +456,7 @@ def test_held_responses_still_go_out_when_the_client_closes_its_side(
     if request.node.callspec.params["start_server"] != "inline":
         pytest.skip("responses are held only when the network thread answers")
     server, _ = start_server(num_network_threads=1)
-    a = Client.__new__(Client)
-    a.sock = socket.socket()
-    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    a.sock.settimeout(10)
-    a.sock.connect(("127.0.0.1", server.port))
-    processor = server.processors[0]
-    while not processor._connections:
-        time.sleep(0.001)
-    (conn,) = processor._connections
-    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    a, conn = _slow_reader(server)
     names = [f"{i}-".ljust(3000, "x") for i in range(10)]
     a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
                             for i, name in enumerate([*names, "silent"])))
