@@ -413,6 +413,21 @@ def _slow_reader(server: SocketServer) -> tuple[Client, Any]:
     return client, conn
 
 
+def _held_burst(start_server: Callable[..., tuple[SocketServer, TestApis]],
+                request: pytest.FixtureRequest, names: list[str]
+                ) -> tuple[SocketServer, TestApis, Client, Any]:
+    """A one-processor server and a slow reader (_slow_reader) that has sent a Metadata request
+    per name in one write, correlation ids 0, 1, ...  Inline dispatch only: responses are held
+    only when the network thread answers."""
+    if request.node.callspec.params["start_server"] != "inline":
+        pytest.skip("responses are held only when the network thread answers")
+    server, apis = start_server(num_network_threads=1)
+    client, conn = _slow_reader(server)
+    client.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
+                                 for i, name in enumerate(names)))
+    return server, apis, client, conn
+
+
 def test_held_responses_the_socket_does_not_take_go_out_first_in_order(
         start_server: Callable[..., tuple[SocketServer, TestApis]],
         request: pytest.FixtureRequest) -> None:
@@ -421,13 +436,8 @@ def test_held_responses_the_socket_does_not_take_go_out_first_in_order(
     # wait in ``outgoing``.  The parked request's response, sent while they wait, goes after
     # them, and the connection takes requests again once all are out.  (Inline dispatch only:
     # otherwise the first response the client does not read stops the burst before the park.)
-    if request.node.callspec.params["start_server"] != "inline":
-        pytest.skip("responses are held only when the network thread answers")
-    server, apis = start_server(num_network_threads=1)
-    a, conn = _slow_reader(server)
     names = [f"{i}-".ljust(3000, "x") for i in range(10)] + ["park"]
-    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
-                            for i, name in enumerate(names)))
+    server, apis, a, conn = _held_burst(start_server, request, names)
     while True:
         with apis.lock:
             if apis.parked:
@@ -453,13 +463,8 @@ def test_held_responses_still_go_out_when_the_client_closes_its_side(
     # As above, with a burst that ends with a request answered by no response: the connection
     # is idle with held responses still to write when the client shuts down its side; they are
     # all written, then the connection is closed.
-    if request.node.callspec.params["start_server"] != "inline":
-        pytest.skip("responses are held only when the network thread answers")
-    server, _ = start_server(num_network_threads=1)
-    a, conn = _slow_reader(server)
     names = [f"{i}-".ljust(3000, "x") for i in range(10)]
-    a.sock.sendall(b"".join(encode_request(metadata(name), 1, i, "a")
-                            for i, name in enumerate([*names, "silent"])))
+    _, _, a, conn = _held_burst(start_server, request, [*names, "silent"])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         with conn.lock:

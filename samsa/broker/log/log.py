@@ -82,6 +82,7 @@ from samsa.records import (
 from samsa.records.batch_header import (
     TIMESTAMP_TYPE_MASK,
     set_max_timestamp,
+    stamp_offset_and_epoch,
 )
 from samsa.records.compression import DecompressedSizeError, decompress_scratch
 from samsa.records.scratch import scratch_buffer
@@ -90,8 +91,6 @@ __all__ = ["AppendResult", "FetchData", "IsolationLevel", "Log", "RecordTimestam
            "TimestampAndOffset"]
 
 _INT32 = struct.Struct(">i")
-# BaseOffset, BatchLength, PartitionLeaderEpoch: batch_header.stamp_offset_and_epoch's layout.
-_STAMP = struct.Struct(">qii")
 _LOWEST_BASE = -(1 << 63) + 64
 _CODECS = {int(c): c for c in Compression}  # a dict lookup, not an Enum call, per batch
 _MAX_CODEC = max(Compression)  # hoisted: iterating the enum per batch shows in produce profiles
@@ -620,8 +619,7 @@ class Log:
                         self._log_start_offset,
                         duplicate=True,
                     )
-            # (stamp_offset_and_epoch's pack, without its call: every append)
-            _STAMP.pack_into(buf, pos, next_offset, header[1], leader_epoch)
+            stamp_offset_and_epoch(buf, pos, next_offset, leader_epoch, header.batch_length)
             if log_append_time:
                 set_log_append_time(buf, pos, now_ms)  # also rewrites attributes and CRC
                 header = read_batch_header(buf, pos)
@@ -662,10 +660,7 @@ class Log:
             raise self._storage_failed("writing to", path, exc) from exc
         if EPISODES.failing:  # (a dict check, not a call, per append)
             EPISODES.succeeded(self._episode)
-        if staged:
-            state.commit(staged, next_offset)
-        else:  # (what commit does with nothing staged, without the call)
-            state.map_end_offset = next_offset
+        state.commit(staged, next_offset)
         self._log_end_offset = next_offset
         self._unflushed_messages += messages
         if self._unflushed_messages >= self.config.flush_messages:

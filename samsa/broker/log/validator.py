@@ -49,7 +49,17 @@ from samsa.broker.log.config import LONG_MAX, LogConfig
 from samsa.broker.log.record_errors import BatchPlace, RecordTimestampError, RecordValidationError
 from samsa.errors import InvalidRecordError
 from samsa.records import NO_TIMESTAMP, BatchHeader
-from samsa.records.batch_header import TIMESTAMP_TYPE_MASK
+from samsa.records.batch_header import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    Compression,
+)
 from samsa.records.varint import decode_varint, decode_varlong
 
 __all__ = [
@@ -115,8 +125,17 @@ _OFFSET_DIGITS: Final = _offset_digit_tables(_RUN_INDEX_LIMIT)  # 400 KB
 
 # -- a produced batch's header -------------------------------------------------------------------
 
-# The v2 batch header (samsa/records/batch_header.py has the layout).
+# The v2 batch header (samsa/records/batch_header.py has the layout), and its constants bound
+# here as Final: the compiled checks then read C globals, not the other module's attributes.
 _HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+_OVERHEAD: Final[int] = RECORD_BATCH_OVERHEAD
+_LOG_OVERHEAD: Final[int] = LOG_OVERHEAD
+_MAGIC: Final[int] = MAGIC_V2
+_CRC_FROM: Final[int] = ATTRIBUTES_OFFSET
+_CODEC_MASK: Final[int] = COMPRESSION_CODEC_MASK
+_MAX_CODEC: Final[int] = int(max(Compression))
+_CONTROL: Final[int] = CONTROL_FLAG_MASK
+_TRANSACTIONAL: Final[int] = TRANSACTIONAL_FLAG_MASK
 _new_tuple: Final = tuple.__new__
 
 
@@ -127,7 +146,7 @@ def sound_header(buf: bytearray | memoryview, pos: int, max_bytes: int) -> Batch
     base sequence for a producer id, a producer id for a transactional batch, a known codec),
     else None: the caller then runs those checks one by one to raise the error that names the
     problem.  One compiled call instead of those checks in Python: it runs for every batch."""
-    if len(buf) - pos < 61:
+    if len(buf) - pos < _OVERHEAD:
         return None
     fields = _HEADER.unpack_from(buf, pos)
     batch_length: int = fields[1]
@@ -137,15 +156,16 @@ def sound_header(buf: bytearray | memoryview, pos: int, max_bytes: int) -> Batch
     producer_id: int = fields[9]
     base_sequence: int = fields[11]
     count: int = fields[12]
-    size = batch_length + 12
-    if (magic != 2 or size > max_bytes or size < 61 or size > len(buf) - pos
-            or count != last_offset_delta + 1 or count < 1 or attributes & 0x20
+    size = batch_length + _LOG_OVERHEAD
+    if (magic != _MAGIC or size > max_bytes or size < _OVERHEAD or size > len(buf) - pos
+            or count != last_offset_delta + 1 or count < 1 or attributes & _CONTROL
             or (producer_id >= 0 and base_sequence < 0)
-            or (attributes & 0x10 and producer_id < 0) or (attributes & 0x07) > 4):
+            or (attributes & _TRANSACTIONAL and producer_id < 0)
+            or (attributes & _CODEC_MASK) > _MAX_CODEC):
         return None
     crc: int = fields[4]
     with memoryview(buf) as view:
-        if crc32c(view[pos + 21 : pos + size]) != crc:
+        if crc32c(view[pos + _CRC_FROM : pos + size]) != crc:
             return None
     header: BatchHeader = _new_tuple(BatchHeader, fields)
     return header
