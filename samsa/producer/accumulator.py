@@ -856,24 +856,27 @@ class RecordAccumulator:
                 qi += 1
                 partition_ids[qi] = partition  # type: ignore[index]
                 queue_sizes[qi] = 0
-            if not dq:  # most deques are empty; skip them without locking
+            if not dq:
                 continue
-            with dq.lock:
-                if not dq:
-                    continue
-                batch = dq[0]
-                # The batch's waited_time_ms, maybe_update_leader_epoch and is_full, inline
-                # (the Sender runs this for every partition before every request).
-                waited = max(now_ms - batch.last_attempt_ms, 0)
-                if leader_epoch is not None and leader_epoch != batch.current_leader_epoch:
-                    batch.maybe_update_leader_epoch(leader_epoch)
-                attempts = batch.attempts
-                # (_should_backoff is False for a first attempt, the common case.)
-                backing_off = attempts > 0 and self._should_backoff(
-                    batch.has_leader_changed_for_the_ongoing_retry(), batch, waited
-                )
-                dq_size = len(dq)
-                full = dq_size > 1 or batch.appends_closed or batch.size >= batch.size_limit
+            # Read without the deque's lock, unlike Java's ready(): only this (the Sender)
+            # thread takes batches out of a deque or changes a queued batch's retry and epoch
+            # fields, so dq[0] stays put; an appending thread changes only the last batch's
+            # size and appends_closed, and wakes the Sender once it filled or closed one, so
+            # a stale read only makes the batch ready at that wakeup.  Waiting for a lock an
+            # appending thread holds would also cost the Sender the GIL (~1 ms per wait).
+            batch = dq[0]
+            # The batch's waited_time_ms, maybe_update_leader_epoch and is_full, inline
+            # (the Sender runs this for every partition before every request).
+            waited = max(now_ms - batch.last_attempt_ms, 0)
+            if leader_epoch is not None and leader_epoch != batch.current_leader_epoch:
+                batch.maybe_update_leader_epoch(leader_epoch)
+            attempts = batch.attempts
+            # (_should_backoff is False for a first attempt, the common case.)
+            backing_off = attempts > 0 and self._should_backoff(
+                batch.has_leader_changed_for_the_ongoing_retry(), batch, waited
+            )
+            dq_size = len(dq)
+            full = dq_size > 1 or batch.appends_closed or batch.size >= batch.size_limit
             if leader is None:
                 unknown_leader_topics.add(topic)
                 continue
@@ -969,7 +972,13 @@ class RecordAccumulator:
                 continue
             if topic != leaders_topic:
                 leaders, leaders_topic = cluster.partition_leaders(topic), topic
-            with dq.lock:
+            # Only this thread takes batches out, so a deque of two or more keeps its head:
+            # appending threads fill only the last batch, and need not be waited for (that
+            # wait would cost the Sender the GIL too).  A lone batch may be being filled.
+            lock = dq.lock if len(dq) == 1 else None
+            if lock is not None:
+                lock.acquire()
+            try:
                 if not dq:
                     continue
                 first = dq[0]
@@ -1004,6 +1013,9 @@ class RecordAccumulator:
                     )
                     tm.increment_sequence_number(tp, batch.record_count)
                     tm.add_in_flight_batch(batch)
+            finally:
+                if lock is not None:
+                    lock.release()
             # Building (compression, CRC) happens outside the lock.
             size += len(batch.close(self._estimator))
             ready.append(batch)

@@ -379,6 +379,46 @@ def test_a_full_batch_is_built_as_it_fills_without_idempotence() -> None:
     assert [r.value for r in batch.records()] == [VALUE] * full.record_count
 
 
+class _HeldByAnAppender:
+    """A deque lock an appending thread holds: acquiring it would wait, so count instead."""
+
+    def __init__(self) -> None:
+        self.acquired = 0
+
+    def acquire(self) -> bool:
+        self.acquired += 1
+        return True
+
+    def release(self) -> None:
+        pass
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_ready_and_drain_take_a_completed_head_without_the_appenders_lock() -> None:
+    # The Sender reads the head without the deque lock, and takes a head that is not the last
+    # batch (appending threads fill only the last) without it too: blocking on a lock the
+    # appending thread holds costs the Sender the GIL as well.  A lone batch, which may be
+    # being filled, is still drained under the lock.
+    acc, cluster = make(linger_ms=10_000, batch_size=1024), FakeCluster({"t": [1]})
+    while len(acc.get_deque("t", 0) or ()) < 2:
+        append(acc, cluster)
+    dq = acc.get_deque("t", 0)
+    held = _HeldByAnAppender()
+    dq.lock = held  # type: ignore[union-attr]
+    head, last = dq[0], dq[-1]
+    assert acc.ready(cluster, 0).ready_nodes == {1}
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {1: [head]} and held.acquired == 0
+    assert list(dq) == [last] and not last.is_closed
+    acc.begin_flush()  # the lone, open batch is ready now
+    assert acc.ready(cluster, 0).ready_nodes == {1} and held.acquired == 0
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {1: [last]} and held.acquired == 1
+
+
 @pytest.mark.parametrize("setup", ["gzip", "idempotent"])
 def test_a_full_batch_waits_for_drain_to_be_built(setup: str) -> None:
     # Compressed (the codec runs once, on the Sender) or idempotent (drain stamps the producer
