@@ -19,7 +19,10 @@ The architecture of Kafka's Java ``RecordAccumulator`` (Kafka 4.x behaviour):
 * ``ready(cluster, now_ms)`` (Sender): leaders of partitions with a sendable first batch
   (full, linger.ms expired, memory exhausted, flushing, closing; not while retry-backing-off
   or muted), the delay until the next check, and topics with unknown leaders.  It also
-  rebuilds the adaptive partitioner's load stats from queue lengths.
+  rebuilds the adaptive partitioner's load stats from queue lengths.  Unlike Java, ready()
+  reads the deques without their locks, and drain() takes a first batch without it when
+  a later one follows: only the Sender takes batches out, appenders fill only the last
+  batch, and a Sender blocked on an appender's lock must win back the GIL as well.
 * ``drain(cluster, node_ids, max_size, now_ms)`` (Sender): per node, up to max_size bytes of
   first batches, starting at a per-node rotating index so no partition starves; assigns
   producer id/epoch/sequence when a transaction manager (idempotence) is present; builds
