@@ -25,6 +25,7 @@ import os
 import selectors
 import socket
 import ssl
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -45,6 +46,8 @@ _WRITE = selectors.EVENT_WRITE
 DEFAULT_MAX_RECEIVE_SIZE = 512 * 1024 * 1024
 USE_DEFAULT_BUFFER_SIZE = -1
 _MAX_WAIT_MS = 2**31 - 1
+# A free-threaded CPython running without its GIL (PEP 703; sys._is_gil_enabled from 3.13).
+_NO_GIL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class IdleConnectionClosed(KafkaConnectionError):
@@ -80,7 +83,9 @@ class Selector:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
-        self._wakeup_pending = False
+        self._wakeup_pending = False  # a byte is in the pair, not yet read
+        self._woken = False  # wakeup() was called since the last poll
+        self._blocking = False  # poll() waits in epoll with a timeout
         self._sel.register(self._wake_r, _READ, None)
         self._closed = False
 
@@ -177,7 +182,13 @@ class Selector:
 
     def wakeup(self) -> None:
         """Interrupt a blocked ``poll`` from any thread."""
-        if self._wakeup_pending:
+        self._woken = True
+        if self._wakeup_pending or not (self._blocking or _NO_GIL):
+            # poll() is not blocked: it sees the flag before it waits (it sets _blocking,
+            # then reads _woken; this sets _woken, then reads _blocking: one of them sees the
+            # other).  A byte through the pair costs both threads a system call, which gives
+            # up the GIL: a Sender that loses it waits for the appending thread to give it
+            # back.  Without a GIL this order is not assured: always write.
             return
         self._wakeup_pending = True
         try:
@@ -230,7 +241,13 @@ class Selector:
             timeout_ms = _MAX_WAIT_MS  # "forever" (epoll takes no infinity)
         self._urgent = False
 
+        if timeout_ms:
+            self._blocking = True
+            if self._woken:
+                timeout_ms = 0
         events = self._sel.select(timeout_ms / 1000.0)
+        self._blocking = False
+        self._woken = False  # a later wakeup() is for work the caller looks at after this poll
         now = self._clock()
         lru = self._lru
         for key, mask in events:

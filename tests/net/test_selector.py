@@ -174,15 +174,47 @@ def test_wakeup_from_another_thread_interrupts_poll(monkeypatch):
 
     monkeypatch.setattr(selectors, "DefaultSelector", RecordingSelector)
     selector = Selector()
+
+    def wake_once_blocked() -> None:
+        while not selector._blocking:  # the poll's epoll wait has begun (or is about to)
+            time.sleep(0.001)
+        selector.wakeup()
+
     try:
         # Twice: a second wakeup after the first was consumed must work too.  The poll timeout
         # is bounded, so a broken wakeup fails here in seconds instead of hanging.
         for _ in range(2):
-            t = threading.Timer(0.05, selector.wakeup)
+            t = threading.Thread(target=wake_once_blocked)
             t.start()
             selector.poll(5_000)
             t.join()
             assert selects[-1] == [None], "poll returned without seeing the wakeup"
+    finally:
+        selector.close()
+
+
+def test_a_wakeup_before_poll_makes_it_return_at_once_without_the_socket(monkeypatch):
+    # wakeup() while no poll waits sets a flag instead of writing to the socket pair (a
+    # system call on each side); the next poll sees it and does not wait.  Only that poll.
+    timeouts: list[float | None] = []
+    selects: list[list[object]] = []
+
+    class RecordingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+        def select(self, timeout=None):
+            timeouts.append(timeout)
+            ready = super().select(timeout)
+            selects.append([key.data for key, _ in ready])
+            return ready
+
+    monkeypatch.setattr(selectors, "DefaultSelector", RecordingSelector)
+    selector = Selector()
+    try:
+        selector.wakeup()
+        selector.wakeup()
+        selector.poll(60_000)
+        assert timeouts == [0] and selects == [[]]
+        selector.poll(10)
+        assert timeouts == [0, 0.01]
     finally:
         selector.close()
 
