@@ -274,6 +274,48 @@ def test_concurrent_appends_keep_every_record_and_per_thread_order() -> None:
         assert mine == list(range(per_thread))
 
 
+
+def test_draining_while_threads_append_loses_and_duplicates_nothing() -> None:
+    # ready() and drain() read and take first batches without the deque lock when a later
+    # batch follows (the appending threads fill only the last): drained concurrently with
+    # record-at-a-time and run appends, every record comes out once, in each thread's order.
+    acc, cluster = make(batch_size=1024, memory=16 << 20, linger_ms=0), FakeCluster({"t": [1]})
+    per_thread = 3000
+    done = threading.Event()
+
+    def one_at_a_time() -> None:
+        for i in range(per_thread):
+            append(acc, cluster, value=b"a:%d" % i)
+
+    def in_runs() -> None:
+        for start in range(0, per_thread, 50):
+            acc.append_many("t", 0, 1_700_000_000_000, None, [b"b:%d" % i for i in range(start, start + 50)],
+                            None, 0, 0, cluster, lambda: None)
+
+    threads = [threading.Thread(target=one_at_a_time), threading.Thread(target=in_runs)]
+
+    def wait_for_the_appenders() -> None:
+        for t in threads:
+            t.join(120)
+        done.set()
+
+    for t in threads:
+        t.start()
+    threading.Thread(target=wait_for_the_appenders).start()
+    values: list[bytes] = []
+    while True:
+        finished = done.is_set()  # read before the last drain: nothing is appended after it
+        if acc.ready(cluster, 0).ready_nodes:
+            for batch in acc.drain(cluster, [1], 1 << 30, 0)[1]:
+                assert RecordBatch(batch.records()).is_valid()
+                values.extend(r.value for r in RecordBatch(batch.records()).records())  # type: ignore[misc]
+        if finished and not acc.has_undrained():
+            break
+    assert len(values) == 2 * per_thread
+    for name in (b"a", b"b"):
+        assert [int(v.split(b":")[1]) for v in values if v.startswith(name + b":")] == list(range(per_thread))
+
+
 # -- ready ----------------------------------------------------------------------------------
 
 
