@@ -7,8 +7,10 @@ with whatever else the two cores are doing.  This one replays pre-built ProduceR
 frames (16 KiB batches of 100-byte values, like librdkafka's with batch.size=16384, one
 partition per request, acks=1) over one connection with K requests in flight, from a client
 that only writes bytes and counts responses, and prints the samsa broker process's CPU time per
-request, per codec.  Use it to see whether a broker change costs or saves CPU; use
-bench/broker.py for the ratios the issue asks for.  ``--profile FILE`` runs the broker under
+request, per codec, and its user part: the rest, system time, is mostly the page-cache write,
+whose cost varies with the machine's memory state more than with the broker's code.  Use it to
+see whether a broker change costs or saves CPU; use bench/broker.py for the ratios the issue
+asks for.  ``--profile FILE`` runs the broker under
 py-spy (see bench/broker.py; PYSPY_FLAGS=--gil keeps only samples holding the GIL).
 
 ``--baseline REV`` replays the same frames to the broker of git revision REV too (a temporary
@@ -114,17 +116,29 @@ def replay(bootstrap: str, frames: list[bytes], requests: int, in_flight: int) -
     return elapsed
 
 
-def measure(broker: Server, frames: list[bytes], args: argparse.Namespace) -> float:
-    """Broker CPU microseconds per request over one replay (after a warm-up)."""
+def user_seconds(pid: int) -> float:
+    """User CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[11]) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(broker: Server, frames: list[bytes], args: argparse.Namespace
+            ) -> tuple[float, float]:
+    """Broker CPU microseconds per request over one replay (after a warm-up): (user + system,
+    user).  The system part is mostly the write into the page cache, whose cost per page
+    varies with the machine's memory (a virtual machine's first touch of a page is several
+    times a copy); the user part is the broker's own code."""
     replay(broker.bootstrap, frames, 500, args.in_flight)  # warm up
     cpu0 = cpu_seconds(broker.proc.pid)
+    user0 = user_seconds(broker.proc.pid)
     seconds = replay(broker.bootstrap, frames, args.requests, args.in_flight)
     cpu = cpu_seconds(broker.proc.pid) - cpu0
+    user = user_seconds(broker.proc.pid) - user0
     print(f"  {broker.name:<5} {args.requests:,} requests, {args.in_flight} in flight: "
           f"{args.requests / seconds:>9,.0f} requests/s, broker CPU "
-          f"{cpu / args.requests * 1e6:6.1f} us/request ({cpu / seconds:.0%} of a core)",
-          flush=True)
-    return cpu / args.requests * 1e6
+          f"{cpu / args.requests * 1e6:6.1f} us/request (user {user / args.requests * 1e6:.1f}; "
+          f"{cpu / seconds:.0%} of a core)", flush=True)
+    return cpu / args.requests * 1e6, user / args.requests * 1e6
 
 
 def main() -> int:
@@ -157,13 +171,17 @@ def main() -> int:
             frames = build_frames(codec, 64 if args.batch_kib == 16 else 8, args.varied,
                                   args.batch_kib * 1024)
             best: dict[str, float] = {}
+            best_user: dict[str, float] = {}
             for _ in range(args.rounds):
                 for broker in brokers:
-                    best[broker.name] = min(best.get(broker.name, float("inf")),
-                                            measure(broker, frames, args))
-            line = " ".join(f"{name} {us:6.1f} us/request" for name, us in best.items())
+                    total, user = measure(broker, frames, args)
+                    best[broker.name] = min(best.get(broker.name, float("inf")), total)
+                    best_user[broker.name] = min(best_user.get(broker.name, float("inf")), user)
+            line = " ".join(f"{name} {us:6.1f} us/request (user {best_user[name]:.1f})"
+                            for name, us in best.items())
             if "base" in best:
-                line += f"  new/base {best['samsa'] / best['base']:.3f}"
+                line += (f"  new/base {best['samsa'] / best['base']:.3f}"
+                         f" (user {best_user['samsa'] / best_user['base']:.3f})")
             print(f"{codec.name.lower():<5}{' varied' if args.varied else ''}: {line}",
                   flush=True)
     return 0
