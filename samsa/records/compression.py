@@ -271,6 +271,11 @@ _U32LE = struct.Struct("<I")
 # BD bits 4-6 -> maximum block size
 _LZ4_MAX_BLOCK = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 _lz4_hc_cache: dict[bytes, int] = {}
+# The usual frame's head (ours, Java's Lz4BlockOutputStream's, librdkafka's): magic, FLG 0x60,
+# BD, HC and the first block's size, read with one call (_lz4_one_block).
+_LZ4_ONE_BLOCK = struct.Struct("<IBBBI")
+_LZ4_MAGIC_LE = _U32LE.unpack(LZ4_FRAME_MAGIC)[0]
+_LZ4_USUAL_FLG = 0x60
 
 
 def _lz4_compress(data: bytes | bytearray | memoryview, level: int) -> bytes:
@@ -304,6 +309,29 @@ def _lz4_header_checksum(descriptor: bytes) -> int:
     return hc
 
 
+def _lz4_one_block(view: memoryview) -> tuple[int, memoryview] | None:
+    """(maximum block size, block) of the usual frame: FLG 0x60 (v01, independent blocks, no
+    checksums, no content size), a valid BD and header checksum, one compressed block, the end
+    mark and nothing after it.  None for anything else, well-formed or not: _lz4_blocks then
+    parses it step by step (and names what is wrong).
+
+    A 16 KiB batch from any client is one such frame: one struct call and one look at the end
+    mark instead of _lz4_blocks' dozen slices, calls and lookups (a third of its cost)."""
+    end = len(view)
+    if end <= 15:
+        return None
+    magic, flg, bd, hc, size = _LZ4_ONE_BLOCK.unpack_from(view, 0)
+    # size == end - 15: the block ends where the 4-byte end mark must start, and it is not
+    # stored raw (that bit would make size far larger than any frame here).
+    if magic != _LZ4_MAGIC_LE or flg != _LZ4_USUAL_FLG or size != end - 15:
+        return None
+    known = _LZ4_USUAL_BD.get(bd)  # None for an invalid BD
+    if known is None or hc != known[0] or size > known[1] \
+            or _U32LE.unpack_from(view, end - 4)[0]:
+        return None
+    return known[1], view[11 : end - 4]
+
+
 def _lz4_blocks(data: bytes | bytearray | memoryview
                 ) -> tuple[int, list[tuple[bool, memoryview]], int] | None:
     """Parse an LZ4 frame of independent blocks: (maximum block size, [(stored raw, block)],
@@ -312,6 +340,10 @@ def _lz4_blocks(data: bytes | bytearray | memoryview
     None for frames only lz4.frame can decode and verify (linked blocks, block or content
     checksums, a dictionary).  Raises ValueError for a malformed frame."""
     view = data if type(data) is memoryview else memoryview(data)
+    one = _lz4_one_block(view)
+    if one is not None:
+        max_block, block = one
+        return max_block, [(False, block)], min(255 * len(block) + 64, max_block)
     end = len(view)
     # The frame header (magic, descriptor, header checksum: at most 15 bytes) read from one
     # bytes copy: each look into a memoryview costs a slice or an item call (every produced
@@ -546,3 +578,10 @@ def xxh32(data: bytes, seed: int = 0) -> int:
     h = (h * _P3) & _M32
     h ^= h >> 16
     return h
+
+
+# BD -> (header checksum of FLG 0x60 and that BD, maximum block size): _lz4_one_block's table
+# (every valid BD: bits 4-6 a size code, the rest 0).
+_LZ4_USUAL_BD: dict[int, tuple[int, int]] = {
+    code << 4: ((xxh32(bytes((_LZ4_USUAL_FLG, code << 4))) >> 8) & 0xFF, size)
+    for code, size in _LZ4_MAX_BLOCK.items()}

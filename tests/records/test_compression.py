@@ -208,6 +208,56 @@ def test_decompress_scratch_gives_small_lz4_frames_of_one_block_as_bytes() -> No
         decompress_scratch(Compression.LZ4, garbage, bytes_up_to=65536)
 
 
+def test_lz4_one_block_reads_the_usual_frame_and_leaves_the_rest_to_the_full_parse() -> None:
+    """_lz4_one_block: a frame of FLG 0x60 and one compressed block (what producers send for a
+    batch) in one look; any other frame, malformed or not, is left to _lz4_blocks' step by
+    step parse, which answers it as it would without the shortcut."""
+    payload = b"kafka " * 2000
+    ours = compress(Compression.LZ4, payload)
+    assert ours[4:7] == b"\x60\x40\x82"
+    # lz4.frame picks the smallest block size that holds the input: one block of each size.
+    sizes = {lz4.frame.BLOCKSIZE_MAX64KB: 1, lz4.frame.BLOCKSIZE_MAX256KB: 20,
+             lz4.frame.BLOCKSIZE_MAX1MB: 80, lz4.frame.BLOCKSIZE_MAX4MB: 300}
+    frames = [(ours, payload, 4)] + [
+        (lz4.frame.compress(payload * n, block_linked=False, store_size=False, block_size=code),
+         payload * n, code) for code, n in sizes.items()]
+    for frame, data, code in frames:
+        assert frame[5] == code << 4  # BD: that block size
+        max_block = 1 << (16 + 2 * (code - 4))  # 64 KiB, 256 KiB, 1 MiB, 4 MiB
+        one = compression._lz4_one_block(memoryview(frame))
+        assert one is not None and one[0] == max_block and bytes(one[1]) == frame[11:-4]
+        assert compression._lz4_blocks(frame) == (max_block, [(False, one[1])],
+                                                  min(255 * len(one[1]) + 64, max_block))
+        buffer, length = decompress_scratch(Compression.LZ4, frame)
+        assert bytes(buffer[:length]) == data
+    head_checksum_of_bd_0x30 = (xxh32(b"\x60\x30") >> 8) & 0xFF
+    refused = {  # not the usual frame, but sound: parsed as before
+        "two blocks": compress(Compression.LZ4, os.urandom(1000) * 100),
+        "raw block": compress(Compression.LZ4, os.urandom(1000)),
+        "content size": lz4.frame.compress(payload, block_linked=False, store_size=True),
+        "linked blocks": lz4.frame.compress(payload * 20, block_linked=True, store_size=False),
+        "no block": compress(Compression.LZ4, b""),
+    }
+    malformed = {  # the problem the full parse names
+        "header checksum": ours[:6] + bytes([ours[6] ^ 1]) + ours[7:],
+        "follow": ours + b"\x00",
+        "truncated": ours[:-4],
+        "overruns": ours[:-4] + b"\x01\x00\x00\x00",
+        "invalid": ours[:5] + bytes([0x30, head_checksum_of_bd_0x30]) + ours[7:],
+        "descriptor": ours[:4] + b"\x62" + ours[5:],
+        "magic": b"\x05" + ours[1:],
+    }
+    for name, frame in [*refused.items(), *malformed.items()]:
+        assert compression._lz4_one_block(memoryview(frame)) is None, name
+    for name, frame in refused.items():
+        buffer, length = decompress_scratch(Compression.LZ4, frame)
+        assert bytes(buffer[:length]) == lz4.frame.decompress(frame), name
+    for problem, frame in malformed.items():
+        with pytest.raises(ValueError, match=problem):
+            compression._lz4_blocks(frame)
+    assert compression._lz4_one_block(memoryview(ours[:15])) is None
+
+
 def in_a_new_thread(fn: Callable[[], T]) -> T:
     """fn's result in a thread that has used none of the per-thread caches yet."""
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -236,7 +286,10 @@ def test_lz4_header_checksums_are_computed_when_not_cached(monkeypatch: pytest.M
     monkeypatch.setattr(compression, "_lz4_hc_cache", {})
     for descriptor in (b"\x60\x40", b"\x60\x70", b"\x68\x40" + struct.pack("<Q", len(_LZ4_DATA))):
         assert decompress(Compression.LZ4, _lz4_frame(descriptor, _LZ4_BODY)) == _LZ4_DATA
-    assert compression._lz4_hc_cache[b"\x60\x40"] == 0x82
+    sized = b"\x68\x40" + struct.pack("<Q", len(_LZ4_DATA))
+    assert compression._lz4_hc_cache[sized] == (xxh32(sized) >> 8) & 0xFF
+    # The usual FLG 0x60 (_lz4_one_block) looks its checksums up in a table made at import.
+    assert compression._LZ4_USUAL_BD[0x40][0] == 0x82 == LZ4_FRAME_HEADER[6]
 
 
 def test_lz4_frames_with_a_dictionary_id_are_left_to_lz4_frame() -> None:
