@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from samsa.broker.log import FileSlice, IsolationLevel, Log, LogConfig
-from samsa.broker.log.log import RecordTimestampError
+from samsa.broker.log.log import RecordTimestampError, _place_in_bytearray
 from samsa.broker.log.segment import LogSegment
 from samsa.errors import (
     CorruptRecordError,
@@ -92,6 +92,47 @@ def test_a_writable_view_is_stamped_in_place_and_bytes_are_copied(tmp_path: Path
     assert (result.base_offset, result.last_offset) == (3, 4)
     assert validate_batch(frame, 6).base_offset == 3  # stamped where it lay
     assert [offset for offset, _ in read_all(log)] == [0, 1, 2, 3, 4]
+    log.close()
+
+
+def test_place_in_bytearray_finds_where_a_writable_view_starts() -> None:
+    frame = bytearray(range(200))
+    view = memoryview(frame)
+    for part in (view, view[7:], view[7:150][3:40], memoryview(view[90:])):
+        place = _place_in_bytearray(part)
+        assert place is not None and place[0] is frame
+        assert frame[place[1]:place[1] + len(part)] == part
+    readonly = memoryview(bytes(frame))
+    assert _place_in_bytearray(readonly[5:]) is None  # bytes: the walk gets a copy
+    assert _place_in_bytearray(view.toreadonly()[5:]) is None
+    assert _place_in_bytearray(view[::2]) is None  # not contiguous
+    assert _place_in_bytearray(view[5:5]) is None
+    assert _place_in_bytearray(view.cast("H")[2:]) is None  # not bytes
+
+
+def test_a_large_uncompressed_batch_in_a_frame_is_checked_as_a_copy_of_it_is(
+        tmp_path: Path) -> None:
+    # Past 64 KiB the record walk reads a produce request's batch in the request's own
+    # bytearray (no copy); what it accepts and refuses stays what it does for a copy.
+    good = build_batch(1000, value_size=100)
+    assert len(good) > 64 * 1024
+    count = 1001  # one record more declared than the batch holds
+    bad = _patched(_patched(good, LAST_OFFSET_DELTA_OFFSET, (count - 1).to_bytes(4, "big")),
+                   RECORDS_COUNT_OFFSET, count.to_bytes(4, "big"))
+    messages = []
+    for records in (bad, memoryview(bytearray(b"header" + bad))[6:]):
+        log = open_log(tmp_path / str(len(messages)))
+        with pytest.raises(InvalidRecordError) as raised:
+            log.append_as_leader(records, leader_epoch=0, now_ms=NOW)
+        messages.append(str(raised.value))
+        assert log.log_end_offset == 0
+        log.close()
+    assert "declares 1001 records" in messages[0] and messages[0] == messages[1]
+    log = open_log(tmp_path / "good")
+    frame = bytearray(b"header" + good)
+    result = log.append_as_leader(memoryview(frame)[6:], leader_epoch=0, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (0, 999)
+    assert [offset for offset, _ in read_all(log)] == list(range(1000))
     log.close()
 
 
