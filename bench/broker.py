@@ -154,11 +154,17 @@ def _copy_compiled(tree: str) -> None:
                   flush=True)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU time of a process so far, in seconds (Linux /proc)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    return sum(cpu_times(pid))
 
 
 def produce(bootstrap: str, topic: str, n: int, codec: str, batch_size: int,

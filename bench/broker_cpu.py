@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker import (
     PRODUCE_PARTITIONS,
     Server,
-    cpu_seconds,
+    cpu_times,
     create_topic,
     make_values,
     samsa_broker,
@@ -116,12 +116,6 @@ def replay(bootstrap: str, frames: list[bytes], requests: int, in_flight: int) -
     return elapsed
 
 
-def user_seconds(pid: int) -> float:
-    """User CPU time of a process so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[11]) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(broker: Server, frames: list[bytes], args: argparse.Namespace
             ) -> tuple[float, float]:
     """Broker CPU microseconds per request over one replay (after a warm-up): (user + system,
@@ -129,11 +123,11 @@ def measure(broker: Server, frames: list[bytes], args: argparse.Namespace
     varies with the machine's memory (a virtual machine's first touch of a page is several
     times a copy); the user part is the broker's own code."""
     replay(broker.bootstrap, frames, 500, args.in_flight)  # warm up
-    cpu0 = cpu_seconds(broker.proc.pid)
-    user0 = user_seconds(broker.proc.pid)
+    user0, system0 = cpu_times(broker.proc.pid)
     seconds = replay(broker.bootstrap, frames, args.requests, args.in_flight)
-    cpu = cpu_seconds(broker.proc.pid) - cpu0
-    user = user_seconds(broker.proc.pid) - user0
+    user1, system1 = cpu_times(broker.proc.pid)
+    user = user1 - user0
+    cpu = user + system1 - system0
     print(f"  {broker.name:<5} {args.requests:,} requests, {args.in_flight} in flight: "
           f"{args.requests / seconds:>9,.0f} requests/s, broker CPU "
           f"{cpu / args.requests * 1e6:6.1f} us/request (user {user / args.requests * 1e6:.1f}; "

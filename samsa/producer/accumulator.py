@@ -982,9 +982,7 @@ class RecordAccumulator:
             if lock is not None:
                 lock.acquire()
             try:
-                if not dq:
-                    continue
-                first = dq[0]
+                first = dq[0]  # (not empty: checked above, and only this thread takes out)
                 leader_epoch = leaders.get(partition, _NO_LEADER)[1]
                 if leader_epoch is not None and leader_epoch != first.current_leader_epoch:
                     first.maybe_update_leader_epoch(leader_epoch)

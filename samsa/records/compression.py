@@ -343,7 +343,7 @@ def _lz4_blocks(data: bytes | bytearray | memoryview
     one = _lz4_one_block(view)
     if one is not None:
         max_block, block = one
-        return max_block, [(False, block)], min(255 * len(block) + 64, max_block)
+        return max_block, [(False, block)], _lz4_block_bound(len(block), max_block)
     end = len(view)
     # The frame header (magic, descriptor, header checksum: at most 15 bytes) read from one
     # bytes copy: each look into a memoryview costs a slice or an item call (every produced
@@ -583,5 +583,5 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 # BD -> (header checksum of FLG 0x60 and that BD, maximum block size): _lz4_one_block's table
 # (every valid BD: bits 4-6 a size code, the rest 0).
 _LZ4_USUAL_BD: dict[int, tuple[int, int]] = {
-    code << 4: ((xxh32(bytes((_LZ4_USUAL_FLG, code << 4))) >> 8) & 0xFF, size)
+    code << 4: (_lz4_header_checksum(bytes((_LZ4_USUAL_FLG, code << 4))), size)
     for code, size in _LZ4_MAX_BLOCK.items()}

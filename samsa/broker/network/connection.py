@@ -250,7 +250,7 @@ class Connection:
     response the Processor must write), ``outgoing_answered`` (``outgoing`` holds only
     responses of requests already finished: held ones, see below), ``held`` (responses of
     requests answered inline during a burst of pipelined requests, written together when it
-    ends), ``corked`` (``held`` is not empty) and ``last_active``.
+    ends; ``corked`` says whether any are, ``take_held`` takes them) and ``last_active``.
     The read buffer and ``interest`` belong to the Processor thread.
     """
 
@@ -269,7 +269,6 @@ class Connection:
         "client_host",
         "close_reason",
         "closed",
-        "corked",
         "eof",
         "handshake_want",
         "held",
@@ -322,8 +321,7 @@ class Connection:
         self.interest = 0
         self.close_reason = ""
         self.outgoing_answered = False
-        self.held: list[bytes] = []
-        self.corked = False  # responses are held (processor.py: response batching)
+        self.held: list[bytes] = []  # processor.py: response batching
         self._peer_closed = False
 
     def read_frames(self, max_frame_bytes: int) -> list[Any]:
@@ -423,6 +421,17 @@ class Connection:
             more -= step
         self._big_view = memoryview(big)
         return self._big_view
+
+    @property
+    def corked(self) -> bool:
+        """Responses are held, to be written together (processor.py: response batching)."""
+        return bool(self.held)
+
+    def take_held(self) -> bytes:
+        """The held responses as one write; none are held after."""
+        data = b"".join(self.held)
+        self.held.clear()
+        return data
 
     def peer_closed(self) -> bool:
         """The client closed its side of the connection (recv returned no bytes)."""

@@ -362,7 +362,7 @@ class Processor:
             left -= 1
             self._frames_left = left
             self._deliver(conn, frame, now)
-        if conn.corked:
+        if conn.held:
             self._push(conn)
         peer_closed = conn.peer_closed()
         with conn.lock:
@@ -412,7 +412,7 @@ class Processor:
             if not self._start(conn, item[0], item[1]):
                 break
             item = self._next_frame(conn)
-        if conn.corked and not self._frames_left and self._on_thread():
+        if conn.held and not self._frames_left and self._on_thread():
             self._push(conn)  # the request that would have followed is not answered yet
 
     def _start(self, conn: Connection, frame: Any, received: float) -> bool:
@@ -642,13 +642,10 @@ class Processor:
                     if (self._inline_conn is conn and (self._frames_left or conn.pending)
                             and _get_ident() == self._ident):
                         conn.held.append(data)
-                        conn.corked = True
                         return True
-                    if conn.corked:
+                    if conn.held:
                         conn.held.append(data)
-                        data = b"".join(conn.held)
-                        conn.held.clear()
-                        conn.corked = False
+                        data = conn.take_held()
                     try:
                         sent = conn.sock.send(data)
                     except BlockingIOError:
@@ -658,10 +655,9 @@ class Processor:
                         out = Outgoing([data])
                         out._advance(sent)
                 else:
-                    if conn.corked:
+                    if conn.held:
                         chunks = [*conn.held, *chunks]
                         conn.held.clear()
-                        conn.corked = False
                     out = Outgoing(chunks)
                     done = out.write_to(conn.sock)
             except (OSError, ValueError) as exc:  # ValueError: a FileSlice's file was closed
@@ -692,11 +688,9 @@ class Processor:
         take waits in ``outgoing``, which the processor finishes)."""
         failed = None
         with conn.lock:
-            if not conn.corked or conn.closed:
+            if not conn.held or conn.closed:
                 return
-            data = b"".join(conn.held)
-            conn.held.clear()
-            conn.corked = False
+            data = conn.take_held()
             try:
                 try:
                     sent = conn.sock.send(data)
@@ -766,7 +760,7 @@ class Processor:
                 item = None
                 conn.busy = False
                 # (Held responses still being written: _on_writable closes once they are.)
-                close = conn.eof and conn.outgoing is None and not conn.corked
+                close = conn.eof and conn.outgoing is None and not conn.held
             if conn.read_paused and not (conn.busy and self._above_resume_mark(conn)):
                 conn.read_paused = False
                 resume = True
@@ -795,9 +789,8 @@ class Processor:
         with conn.lock:
             conn.closed = True
             try:
-                if conn.corked:  # answered before the close: sent if the socket takes them
-                    conn.corked = False
-                    conn.sock.send(b"".join(conn.held))
+                if conn.held:  # answered before the close: sent if the socket takes them
+                    conn.sock.send(conn.take_held())
             except OSError:
                 pass
             try:
