@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,6 +125,16 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
 
 
 def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
+    """A samsa consumer leads a group with confluent-kafka as follower: librdkafka takes the
+    partitions our range assignor gave it.
+
+    Ours joins first, so the mock makes it the leader (the first member joined,
+    rdkafka_mock_cgrp.c).  The other way round is a race against this mock: it answers a
+    follower's SyncGroup that arrives after the leader's with INVALID_REQUEST (the group is
+    already UP) where Kafka hands it its assignment, and librdkafka's leader syncs within a
+    metadata round trip.  A confluent-kafka leader with a samsa follower is tested against
+    the samsa broker (tests/consumer/test_groups_broker.py), which behaves as Kafka does.
+    """
     group = "g-mixed"
     ours = KafkaConsumer(conf(cluster, group, partition_assignment_strategy="range"))
     theirs = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
@@ -131,12 +142,17 @@ def test_mixed_group_with_confluent_kafka_range(cluster: MockCluster) -> None:
                        "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"})
     try:
         ours.subscribe(["mixed"])
-        theirs.subscribe(["mixed"])
-        # Each consumer polls on its own thread, as applications do: the mock answers a
-        # follower's SyncGroup that comes after the leader's with an error, so a member
-        # that is not polling when the JoinGroup answers arrive loses the round.
+        # Each consumer polls on its own thread, as applications do, so that ours rejoins
+        # and syncs while the test thread polls theirs.
         with polling_in_background(ours):
-            for _ in range(150):
+            deadline = time.monotonic() + 30
+            while len(ours.assignment()) != 4 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(ours.assignment()) == 4, "ours never joined the group alone"
+            theirs.subscribe(["mixed"])
+            # The mock waits session.timeout.ms - 1 s for members to rejoin before it elects.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
                 theirs.poll(0.1)
                 if len(ours.assignment()) == 2 and len(theirs.assignment()) == 2:
                     break
