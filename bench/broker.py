@@ -21,7 +21,12 @@ the broker costs or gains, measured side by side on the same machine.
 Rows are run ``--repeat`` times (default 3), the two brokers alternating, and the best run is
 kept, so other load on the machine slows both alike.  Prints records/s and MB/s (of values),
 the broker process's CPU share, and samsa/mock ratios.  The goal is samsa
-ingest >= 1.0x the mock's (issue 17).  ``--profile FILE`` runs the samsa broker under py-spy
+ingest >= 1.0x the mock's (issue 17).
+
+It also prints each run's CPU per million records, the broker's and the client's (this
+process), and the "CPU ratio": (mock + client) / (samsa + client) CPU per record.  When the
+client and the broker together keep every core busy, as on a 2-core machine, the throughput
+ratio follows that ratio, so it tells how much of a gap is the broker's CPU per record.  ``--profile FILE`` runs the samsa broker under py-spy
 (``pip install py-spy``) and writes FILE: speedscope JSON, a flame graph if FILE ends in
 .svg, collapsed stacks if it ends in .txt.  Only busy samples are kept (no --idle);
 PYSPY_FLAGS="--gil" keeps only samples holding the GIL, PYSPY_RATE sets samples per second.
@@ -233,34 +238,47 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         future.result(30)
 
 
+def own_cpu_seconds() -> float:
+    """User + system CPU time of this process (the client: its Python thread and
+    librdkafka's threads) so far."""
+    times = os.times()
+    return times.user + times.system
+
+
+Row = tuple[float, float, float]  # records/s, broker CPU share, client CPU share
+
+
 def produce_row(server: Server, topic: str, n: int, codec: str, batch_size: int,
-                values: list[bytes]) -> tuple[float, float]:
-    """(records/s, broker CPU share) of one produce run."""
+                values: list[bytes]) -> Row:
+    """(records/s, broker CPU share, client CPU share) of one produce run."""
     if server.name != "mock":
         create_topic(server.bootstrap, topic, PRODUCE_PARTITIONS)
-    cpu0 = cpu_seconds(server.proc.pid)
+    cpu0, own0 = cpu_seconds(server.proc.pid), own_cpu_seconds()
     seconds = produce(server.bootstrap, topic, n, codec, batch_size, values)
-    return n / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds
+    return (n / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds,
+            (own_cpu_seconds() - own0) / seconds)
 
 
-def fetch_row(server: Server, topic: str) -> tuple[float, float]:
-    """(records/s, broker CPU share) of reading ``topic`` from the beginning."""
-    cpu0 = cpu_seconds(server.proc.pid)
+def fetch_row(server: Server, topic: str) -> Row:
+    """(records/s, broker CPU share, client CPU share) of reading ``topic`` from the
+    beginning."""
+    cpu0, own0 = cpu_seconds(server.proc.pid), own_cpu_seconds()
     count, seconds = fetch(server.bootstrap, topic, FETCH_PARTITIONS)
-    return count / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds
+    return (count / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds,
+            (own_cpu_seconds() - own0) / seconds)
 
 
 def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[bytes],
         codecs: tuple[str, ...] = CODECS, batch_sizes: tuple[int, ...] = BATCH_SIZES
-        ) -> dict[tuple[str, str], tuple[float, float]]:
+        ) -> dict[tuple[str, str], Row]:
     """Best of ``repeat`` runs per row and broker; the brokers alternate run by run, so a busy
     machine slows both alike."""
-    results: dict[tuple[str, str], tuple[float, float]] = {}
+    results: dict[tuple[str, str], Row] = {}
 
-    def keep(label: str, server: Server, row: tuple[float, float]) -> None:
+    def keep(label: str, server: Server, row: Row) -> None:
         print(f"  {server.name:<5} {label}: {row[0]:>10,.0f} records/s "
-              f"(broker CPU {row[1]:.0%})", flush=True)
-        if row[0] > results.get((label, server.name), (0.0, 0.0))[0]:
+              f"(broker CPU {row[1]:.0%}, client CPU {row[2]:.0%})", flush=True)
+        if row[0] > results.get((label, server.name), (0.0, 0.0, 0.0))[0]:
             results[(label, server.name)] = row
 
     for codec in codecs:
@@ -326,26 +344,37 @@ def main() -> int:
     labels = list(dict.fromkeys(label for label, _ in results))
     mb = VALUE_SIZE / 1e6
     print()
-    print(f"{'':<36}{'samsa rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}"
-          f"{'mock rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}{'ratio':>7}")
+    print(f"{'':<36}{'samsa rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}{'cl s/M':>7}"
+          f"{'mock rec/s':>12}{'MB/s':>7}{'CPU':>6}{'s/M':>6}{'cl s/M':>7}{'ratio':>7}"
+          f"{'CPU ratio':>10}")
     for label in labels:
-        s_rate, s_cpu = results.get((label, "samsa"), (0.0, 0.0))
-        m_rate, m_cpu = results.get((label, "mock"), (0.0, 0.0))
+        s_rate, s_cpu, s_client = results.get((label, "samsa"), (0.0, 0.0, 0.0))
+        m_rate, m_cpu, m_client = results.get((label, "mock"), (0.0, 0.0, 0.0))
         ratio = f"{s_rate / m_rate:.2f}x" if s_rate and m_rate else "-"
-        s_cost = s_cpu / s_rate * 1e6 if s_rate else 0.0
-        m_cost = m_cpu / m_rate * 1e6 if m_rate else 0.0
+        s_cost, s_client_cost = (s_cpu / s_rate * 1e6, s_client / s_rate * 1e6) if s_rate \
+            else (0.0, 0.0)
+        m_cost, m_client_cost = (m_cpu / m_rate * 1e6, m_client / m_rate * 1e6) if m_rate \
+            else (0.0, 0.0)
+        # What the ratio would be if the machine's cores were the only limit: the same work
+        # (client + broker CPU per record) spread over them in both runs.
+        cpu_ratio = (f"{(m_cost + m_client_cost) / (s_cost + s_client_cost):.2f}x"
+                     if s_rate and m_rate else "-")
         print(f"{label:<36}{s_rate:>12,.0f}{s_rate * mb:>7.1f}{s_cpu:>6.0%}{s_cost:>6.2f}"
-              f"{m_rate:>12,.0f}{m_rate * mb:>7.1f}{m_cpu:>6.0%}{m_cost:>6.2f}{ratio:>7}")
+              f"{s_client_cost:>7.2f}{m_rate:>12,.0f}{m_rate * mb:>7.1f}{m_cpu:>6.0%}"
+              f"{m_cost:>6.2f}{m_client_cost:>7.2f}{ratio:>7}{cpu_ratio:>10}")
     if args.baseline:
         print(f"\n{'':<36}{'base rec/s':>12}{'s/M':>6}{'new/base':>10}")
         for label in labels:
-            s_rate = results.get((label, "samsa"), (0.0, 0.0))[0]
-            b_rate, b_cpu = results.get((label, "base"), (0.0, 0.0))
+            s_rate = results.get((label, "samsa"), (0.0, 0.0, 0.0))[0]
+            b_rate, b_cpu, _ = results.get((label, "base"), (0.0, 0.0, 0.0))
             b_cost = b_cpu / b_rate * 1e6 if b_rate else 0.0
             ratio = f"{s_rate / b_rate:.2f}x" if s_rate and b_rate else "-"
             print(f"{label:<36}{b_rate:>12,.0f}{b_cost:>6.2f}{ratio:>10}")
     print("\nCPU = broker process CPU time / wall time (100% = one core); s/M = broker CPU "
-          "seconds per million records.\nTarget (issue 17): samsa produce >= 1.0x mock on every row.")
+          "seconds per million records; cl s/M = the client's (this process: confluent-kafka's "
+          "Python\nthread and librdkafka's threads).  CPU ratio = (mock + its client s/M) / "
+          f"(samsa + its client s/M): with all {os.cpu_count()} cores busy, the ratio the work "
+          "alone allows.\nTarget (issue 17): samsa produce >= 1.0x mock on every row.")
     return 0
 
 
