@@ -11,7 +11,8 @@ null keys to a 4-partition topic, acks=1, linger.ms=5, for codecs none and lz4 a
 to the end of flush().
 Fetch: M records (default 500,000; the mock keeps only ~5 MiB per partition, so they are spread
 over 16 partitions) are written, then a confluent-kafka consumer assigned to every partition
-reads them all; time from assign() to the last record.
+reads them all (fetch.queue.backoff.ms=10, as bench/consumer.py); time from assign() to the
+last record.
 
 ``--baseline REV`` also runs the samsa broker of git revision REV (checked out in a temporary
 worktree, imported from there; it gets this checkout's mypyc-compiled modules whose source is
@@ -207,8 +208,11 @@ def produce(bootstrap: str, topic: str, n: int, codec: str, batch_size: int,
 
 def fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
     """(records, seconds) to read every record of ``topic`` from the beginning."""
+    # fetch.queue.backoff.ms=10 as in bench/consumer.py: librdkafka's default (1000 ms) can
+    # leave the consumer waiting between fetches, and then neither broker is measured.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                         "enable.auto.commit": False, "check.crcs": False})
+                         "enable.auto.commit": False, "check.crcs": False,
+                         "fetch.queue.backoff.ms": 10})
     try:
         expected = 0
         for p in range(partitions):
