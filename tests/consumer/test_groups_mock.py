@@ -106,14 +106,17 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
     c2 = KafkaConsumer(conf(cluster, group, partition_assignment_strategy=strategy))
     try:
         c1.subscribe([TOPIC])
-        for _ in range(20):
+        deadline = time.monotonic() + 30
+        while len(c1.assignment()) != 4 and time.monotonic() < deadline:
             c1.poll(0.2)
-            if len(c1.assignment()) == 4:
-                break
         assert len(c1.assignment()) == 4
         c2.subscribe([TOPIC])
+        # c1 leads.  The mock answers a follower's SyncGroup that comes after the leader's
+        # with INVALID_REQUEST, and each rejoin waits session.timeout.ms - 1 s for the
+        # members: under load c2 can lose that race a few times, so the wait is long.
         with polling_in_background(c1):
-            for _ in range(100):
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
                 c2.poll(0.2)
                 if len(c2.assignment()) == 2 and len(c1.assignment()) == 2:
                     break
