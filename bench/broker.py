@@ -27,10 +27,12 @@ ingest >= 1.0x the mock's (issue 17).
 It also prints each run's CPU per million records, the broker's and the client's (this
 process), and the "CPU ratio": (mock + client) / (samsa + client) CPU per record.  When the
 client and the broker together keep every core busy, as on a 2-core machine, the throughput
-ratio follows that ratio, so it tells how much of a gap is the broker's CPU per record.  ``--profile FILE`` runs the samsa broker under py-spy
-(``pip install py-spy``) and writes FILE: speedscope JSON, a flame graph if FILE ends in
-.svg, collapsed stacks if it ends in .txt.  Only busy samples are kept (no --idle);
-PYSPY_FLAGS="--gil" keeps only samples holding the GIL, PYSPY_RATE sets samples per second.
+ratio follows that ratio, so it tells how much of a gap is the broker's CPU per record.
+
+``--profile FILE`` runs the samsa broker under py-spy (``pip install py-spy``) and writes FILE:
+speedscope JSON, a flame graph if FILE ends in .svg, collapsed stacks if it ends in .txt.  Only
+busy samples are kept (no --idle); PYSPY_FLAGS="--gil" keeps only samples holding the GIL,
+PYSPY_RATE sets samples per second.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -252,24 +254,32 @@ def own_cpu_seconds() -> float:
 Row = tuple[float, float, float]  # records/s, broker CPU share, client CPU share
 
 
+def measured_row(server: Server, work: Callable[[], tuple[int, float]]) -> Row:
+    """``work()`` -> (records, seconds), as a Row: the broker's and this process's CPU time
+    over it, as shares of the seconds."""
+    broker0, own0 = cpu_seconds(server.proc.pid), own_cpu_seconds()
+    records, seconds = work()
+    return (records / seconds, (cpu_seconds(server.proc.pid) - broker0) / seconds,
+            (own_cpu_seconds() - own0) / seconds)
+
+
 def produce_row(server: Server, topic: str, n: int, codec: str, batch_size: int,
                 values: list[bytes]) -> Row:
-    """(records/s, broker CPU share, client CPU share) of one produce run."""
+    """One produce run."""
     if server.name != "mock":
         create_topic(server.bootstrap, topic, PRODUCE_PARTITIONS)
-    cpu0, own0 = cpu_seconds(server.proc.pid), own_cpu_seconds()
-    seconds = produce(server.bootstrap, topic, n, codec, batch_size, values)
-    return (n / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds,
-            (own_cpu_seconds() - own0) / seconds)
+    return measured_row(server, lambda: (n, produce(server.bootstrap, topic, n, codec,
+                                                      batch_size, values)))
 
 
 def fetch_row(server: Server, topic: str) -> Row:
-    """(records/s, broker CPU share, client CPU share) of reading ``topic`` from the
-    beginning."""
-    cpu0, own0 = cpu_seconds(server.proc.pid), own_cpu_seconds()
-    count, seconds = fetch(server.bootstrap, topic, FETCH_PARTITIONS)
-    return (count / seconds, (cpu_seconds(server.proc.pid) - cpu0) / seconds,
-            (own_cpu_seconds() - own0) / seconds)
+    """Reading ``topic`` from the beginning."""
+    return measured_row(server, lambda: fetch(server.bootstrap, topic, FETCH_PARTITIONS))
+
+
+def per_million(share: float, rate: float) -> float:
+    """CPU seconds per million records, from a CPU share at ``rate`` records/s."""
+    return share / rate * 1e6 if rate else 0.0
 
 
 def run(servers: list[Server], n: int, fetch_n: int, repeat: int, values: list[bytes],
@@ -355,10 +365,8 @@ def main() -> int:
         s_rate, s_cpu, s_client = results.get((label, "samsa"), (0.0, 0.0, 0.0))
         m_rate, m_cpu, m_client = results.get((label, "mock"), (0.0, 0.0, 0.0))
         ratio = f"{s_rate / m_rate:.2f}x" if s_rate and m_rate else "-"
-        s_cost, s_client_cost = (s_cpu / s_rate * 1e6, s_client / s_rate * 1e6) if s_rate \
-            else (0.0, 0.0)
-        m_cost, m_client_cost = (m_cpu / m_rate * 1e6, m_client / m_rate * 1e6) if m_rate \
-            else (0.0, 0.0)
+        s_cost, s_client_cost = per_million(s_cpu, s_rate), per_million(s_client, s_rate)
+        m_cost, m_client_cost = per_million(m_cpu, m_rate), per_million(m_client, m_rate)
         # What the ratio would be if the machine's cores were the only limit: the same work
         # (client + broker CPU per record) spread over them in both runs.
         cpu_ratio = (f"{(m_cost + m_client_cost) / (s_cost + s_client_cost):.2f}x"
@@ -371,7 +379,7 @@ def main() -> int:
         for label in labels:
             s_rate = results.get((label, "samsa"), (0.0, 0.0, 0.0))[0]
             b_rate, b_cpu, _ = results.get((label, "base"), (0.0, 0.0, 0.0))
-            b_cost = b_cpu / b_rate * 1e6 if b_rate else 0.0
+            b_cost = per_million(b_cpu, b_rate)
             ratio = f"{s_rate / b_rate:.2f}x" if s_rate and b_rate else "-"
             print(f"{label:<36}{b_rate:>12,.0f}{b_cost:>6.2f}{ratio:>10}")
     print("\nCPU = broker process CPU time / wall time (100% = one core); s/M = broker CPU "

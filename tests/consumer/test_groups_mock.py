@@ -111,9 +111,8 @@ def test_rebalance_between_two_samsa_consumers(cluster: MockCluster, strategy: s
             c1.poll(0.2)
         assert len(c1.assignment()) == 4
         c2.subscribe([TOPIC])
-        # c1 leads.  The mock answers a follower's SyncGroup that comes after the leader's
-        # with INVALID_REQUEST, and each rejoin waits session.timeout.ms - 1 s for the
-        # members: under load c2 can lose that race a few times, so the wait is long.
+        # c1 leads; under load c2 can lose the mock's SyncGroup race a few times (see
+        # test_mixed_group_with_confluent_kafka_range), each a 5 s round: the wait is long.
         with polling_in_background(c1):
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
