@@ -29,6 +29,12 @@ process), and the "CPU ratio": (mock + client) / (samsa + client) CPU per record
 client and the broker together keep every core busy, as on a 2-core machine, the throughput
 ratio follows that ratio, so it tells how much of a gap is the broker's CPU per record.
 
+``--pin`` puts this process (the client) on the first half of the CPUs and both brokers on the
+other half, so that a broker never takes CPU time from the client (as on a cluster, where
+clients run on machines of their own).  On a 2-core machine each then has one core, and a
+broker that keeps pace with the client shows a ratio of about 1.0x whatever its CPU per
+record; its CPU share then tells the headroom left.
+
 ``--profile FILE`` runs the samsa broker under py-spy (``pip install py-spy``) and writes FILE:
 speedscope JSON, a flame graph if FILE ends in .svg, collapsed stacks if it ends in .txt.  Only
 busy samples are kept (no --idle); PYSPY_FLAGS="--gil" keeps only samples holding the GIL,
@@ -75,8 +81,9 @@ def make_values(count: int = 1024) -> list[bytes]:
 
 @contextmanager
 def samsa_broker(data_dir: str, profile: str | None, *, name: str = "samsa",
-                 source: str | None = None) -> Iterator[Server]:
-    """``samsa broker`` from this checkout, or imported from the checkout at ``source``."""
+                 source: str | None = None, cpus: set[int] | None = None) -> Iterator[Server]:
+    """``samsa broker`` from this checkout, or imported from the checkout at ``source``; on
+    ``cpus`` only if given (every thread of it)."""
     cmd = [sys.executable, "-m", "samsa.cli", "broker", "--host", "127.0.0.1", "--port", "0",
            "--data-dir", data_dir, "--log-level", "WARNING", "--config",
            f"num.partitions={PRODUCE_PARTITIONS}"]
@@ -91,7 +98,8 @@ def samsa_broker(data_dir: str, profile: str | None, *, name: str = "samsa",
     env = None
     if source is not None:  # its samsa package first on sys.path, before the editable install
         env = {**os.environ, "PYTHONPATH": source}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=source, env=env)
+    proc = subprocess.Popen(on_cpus(cmd, cpus), stdout=subprocess.PIPE, text=True, cwd=source,
+                            env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     while line and not line.startswith("listening on "):
@@ -107,14 +115,31 @@ def samsa_broker(data_dir: str, profile: str | None, *, name: str = "samsa",
         proc.wait(60)
 
 
+def on_cpus(cmd: list[str], cpus: set[int] | None) -> list[str]:
+    """``cmd`` run on ``cpus`` only, every thread it starts too (no taskset needed)."""
+    if cpus is None:
+        return cmd
+    pin = "import os, sys; os.sched_setaffinity(0, %r); os.execvp(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", pin % sorted(cpus), *cmd]
+
+
+def split_cpus() -> tuple[set[int], set[int]]:
+    """(client CPUs, broker CPUs): this process's CPUs, the first half for the client."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least 2 CPUs")
+    half = len(cpus) // 2
+    return set(cpus[:half]), set(cpus[half:])
+
+
 @contextmanager
-def mock_cluster(topics: list[tuple[str, int]]) -> Iterator[Server]:
+def mock_cluster(topics: list[tuple[str, int]], cpus: set[int] | None = None) -> Iterator[Server]:
     cmd = [sys.executable, "-m", "tests.support.mock_cluster", "--brokers", "1"]
     for name, partitions in topics:
         cmd += ["--topic", f"{name}:{partitions}"]
     # The mock's driver lives in the test tree: run it from the repository root.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=REPO_ROOT)
+    proc = subprocess.Popen(on_cpus(cmd, cpus), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=REPO_ROOT)
     assert proc.stdout is not None
     bootstrap = proc.stdout.readline().strip()
     if not bootstrap:
@@ -332,7 +357,10 @@ def main() -> int:
                         action="append", help="run this batch.size's produce rows only")
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also run the samsa broker of git revision REV, same run")
+    parser.add_argument("--pin", action="store_true",
+                        help="client on the first half of the CPUs, brokers on the other half")
     args = parser.parse_args()
+    client_cpus, broker_cpus = split_cpus() if args.pin else (None, None)
 
     values = make_values()
     topics = [(f"produce-{c}-{b}-{r}", PRODUCE_PARTITIONS)
@@ -340,15 +368,20 @@ def main() -> int:
     topics += [(f"fetch-{c}", FETCH_PARTITIONS) for c in CODECS]
     with ExitStack() as stack:
         data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="samsa-bench-"))
-        samsa = stack.enter_context(samsa_broker(data_dir + "/new", args.profile))
-        mock = stack.enter_context(mock_cluster(topics))
+        samsa = stack.enter_context(samsa_broker(data_dir + "/new", args.profile, cpus=broker_cpus))
+        mock = stack.enter_context(mock_cluster(topics, broker_cpus))
         print(f"samsa broker at {samsa.bootstrap}, mock cluster at {mock.bootstrap}", flush=True)
         servers = [s for s in (samsa, mock) if args.only in (None, s.name)]
         if args.baseline:
             source = stack.enter_context(worktree(args.baseline))
             servers.insert(1, stack.enter_context(samsa_broker(
-                data_dir + "/base", None, name="base", source=source)))
+                data_dir + "/base", None, name="base", source=source, cpus=broker_cpus)))
             print(f"baseline: samsa broker of {args.baseline} at {servers[1].bootstrap}",
+                  flush=True)
+        if client_cpus is not None:
+            # This thread's CPUs; librdkafka's threads, started later, inherit them.
+            os.sched_setaffinity(0, client_cpus)
+            print(f"pinned: client on CPUs {sorted(client_cpus)}, brokers on {sorted(broker_cpus or ())}",
                   flush=True)
         codecs = tuple(args.codecs or CODECS)
         batch_sizes = tuple(k * 1024 for k in args.batch_kib) if args.batch_kib else BATCH_SIZES
@@ -387,6 +420,9 @@ def main() -> int:
           "Python\nthread and librdkafka's threads).  CPU ratio = (mock + its client s/M) / "
           f"(samsa + its client s/M): with all {os.cpu_count()} cores busy, the ratio the work "
           "alone allows.\nTarget (issue 17): samsa produce >= 1.0x mock on every row.")
+    if args.pin:
+        print("Pinned: the client's CPUs set the pace; a broker that keeps up shows about 1.0x, "
+              "and its CPU share is what it needed to.")
     return 0
 
 
